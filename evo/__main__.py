@@ -1,0 +1,5 @@
+import sys
+
+from evo.cli import main
+
+sys.exit(main())

@@ -1,0 +1,115 @@
+"""The candidate contract: one Python module (source text) plus its meta-parameters.
+
+A candidate module defines at least one ``@triton.jit`` kernel and::
+
+    PARAMS = {"BLOCK": 1024, "num_warps": 4}        # default of every meta-parameter
+    SPACE = {"BLOCK": [256, 512, 1024]}             # optional: values tuners may try
+    def launch(x, y, *, BLOCK, num_warps):          # task inputs, then outputs; writes outputs
+        ...
+
+The harness allocates the outputs (poisoned, guarded) and calls
+``launch(*inputs, *outputs, **params)``. A candidate is the pair (source, params); its id is a
+content hash of both, so the same kernel found on two islands is one candidate.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ParamValue = int | float | bool | str
+Params = dict[str, ParamValue]
+
+
+class CandidateError(ValueError):
+    """The candidate module does not follow the contract (PARAMS/SPACE unreadable)."""
+
+
+def _canonical(params: Params) -> str:
+    return json.dumps(params, sort_keys=True, separators=(",", ":"))
+
+
+def structure_id(source: str) -> str:
+    """Hash of the source alone: candidates differing only in params share it."""
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A kernel module and the meta-parameters it is launched with. Immutable."""
+
+    source: str
+    params: Params = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        h = hashlib.sha256()
+        h.update(self.source.encode())
+        h.update(b"\0")
+        h.update(_canonical(self.params).encode())
+        return h.hexdigest()[:16]
+
+    @property
+    def structure(self) -> str:
+        return structure_id(self.source)
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Candidate) and other.id == self.id
+
+    def with_params(self, **changes: ParamValue) -> Candidate:
+        return Candidate(self.source, {**self.params, **changes})
+
+    @classmethod
+    def from_source(cls, source: str, params: Params | None = None) -> Candidate:
+        """A candidate whose params are the module's PARAMS overridden by `params`."""
+        defaults = module_literal(source, "PARAMS") or {}
+        if not isinstance(defaults, dict):
+            raise CandidateError("PARAMS must be a dict literal")
+        merged: Params = {**defaults, **(params or {})}
+        return cls(source, merged)
+
+    @classmethod
+    def from_file(cls, path: str | Path, params: Params | None = None) -> Candidate:
+        return cls.from_source(Path(path).read_text(), params)
+
+    def space(self) -> dict[str, list[ParamValue]]:
+        """The module's SPACE (values tuners may try), {} when absent."""
+        space = module_literal(self.source, "SPACE") or {}
+        if not isinstance(space, dict) or not all(isinstance(v, list) for v in space.values()):
+            raise CandidateError("SPACE must be a dict literal of lists")
+        return space
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "source": self.source, "params": dict(self.params)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Candidate:
+        return cls(d["source"], dict(d["params"]))
+
+
+def module_literal(source: str, name: str) -> Any:
+    """The literal value assigned to a module-level `name`, None when absent.
+
+    Read from the AST, never by importing the module: candidates are untrusted.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        raise CandidateError(f"syntax error at line {e.lineno}: {e.msg}") from None
+    value = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                raise CandidateError(f"{name} (line {node.lineno}) must be a literal") from None
+    return value

@@ -1,0 +1,139 @@
+"""Command line: ``python -m evo {eval,check} ...``.
+
+Exit codes: 0 success, 1 the candidate or task was rejected, 2 a usage or config error (a message
+naming the problem, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evo.candidate import Candidate, CandidateError
+from evo.config import Config, ConfigError, load_config
+from evo.task import Task, TaskError
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported in one line, exit status 2."""
+
+
+def say(msg: str) -> None:
+    print(f"evo: {msg}", file=sys.stderr, flush=True)
+
+
+def _load(config_path: str) -> tuple[Config, Task]:
+    from evo.task_loader import build_task
+
+    cfg = load_config(config_path)
+    return cfg, build_task(cfg.task, Path(config_path).resolve().parent)
+
+
+def _device(cfg: Config, override: str | None) -> str:
+    from fitness.evaluate import detect_device
+
+    wanted = override or cfg.evaluation.device
+    return detect_device() if wanted == "auto" else wanted
+
+
+def _settings(cfg: Config) -> Any:
+    from fitness.evaluate import EvalSettings
+
+    e = cfg.evaluation
+    return EvalSettings(timeout_s=e.timeout_s, memory_mb=e.memory_mb, draws=e.draws, quick_sizes=e.quick_sizes)
+
+
+def _read_candidate(path: str, params_json: str | None) -> Candidate:
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"candidate file not found: {path}")
+    params = None
+    if params_json:
+        try:
+            params = json.loads(params_json)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"--params is not valid JSON: {e}") from None
+        if not isinstance(params, dict):
+            raise UsageError("--params must be a JSON object, e.g. '{\"BLOCK\": 256}'")
+    return Candidate.from_source(p.read_text(), params)
+
+
+def verdict(evaluation: Any, task: Task) -> dict[str, Any]:
+    d = evaluation.to_dict()
+    d["task"] = task.name
+    d.pop("task_key", None)
+    return d
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from fitness.evaluate import Evaluator
+
+    cfg, task = _load(args.config)
+    candidate = _read_candidate(args.candidate, args.params)
+    device = _device(cfg, args.device)
+    level = "quick" if args.quick else "full"
+    with Evaluator(task, _settings(cfg), device=device) as ev:
+        say(f"checking candidate {candidate.id} on {task.name} ({device}, {len(ev.cases(level))} cases)")
+        start = time.monotonic()
+        result = ev.evaluate(candidate, level=level)
+    say(f"{result.status.value}: {result.reason} ({time.monotonic() - start:.2f} s)")
+    print(json.dumps(verdict(result, task)))
+    return 0 if result.ok else 1
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from evo.check import Finding, reference_findings, seed_candidate
+    from fitness.evaluate import Evaluator
+
+    cfg, task = _load(args.config)
+    say(f"checking task {task.name} ({task.dtype}, {len(task.check_sizes)} check sizes)")
+    findings = reference_findings(task)
+    seed = seed_candidate(task)
+    if seed is None:
+        findings.append(Finding("seed candidate passes", False, "the task has no seed candidate"))
+    else:
+        with Evaluator(task, _settings(cfg), device=_device(cfg, args.device)) as ev:
+            r = ev.evaluate(seed)
+        findings.append(Finding("seed candidate passes", r.ok, f"{r.status.value}: {r.reason}"))
+    for f in findings:
+        print(f"  [{'ok' if f.ok else 'FAIL'}] {f.name}: {f.detail}")
+    ok = all(f.ok for f in findings)
+    print(json.dumps({"task": task.name, "ok": ok, "findings": [f.__dict__ for f in findings]}))
+    return 0 if ok else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="evo", description="Evolutionary search for fast, equivalent Triton kernels")
+    sub = ap.add_subparsers(dest="command", required=True)
+    e = sub.add_parser("eval", help="evaluate one candidate against the config's task")
+    e.add_argument("config")
+    e.add_argument("--candidate", required=True, help="candidate module (.py)")
+    e.add_argument("--params", help="JSON object overriding the candidate's PARAMS")
+    e.add_argument("--device", choices=["cpu", "cuda"], help="override the config's evaluation.device")
+    e.add_argument("--quick", action="store_true", help="check the first sizes only, one draw")
+    e.set_defaults(func=cmd_eval)
+    c = sub.add_parser("check", help="validate a task: the seed passes, the reference is not degenerate")
+    c.add_argument("config")
+    c.add_argument("--device", choices=["cpu", "cuda"])
+    c.set_defaults(func=cmd_check)
+    return ap
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (ConfigError, TaskError, CandidateError, UsageError) as e:
+        print(f"evo {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"evo {args.command}: interrupted", file=sys.stderr)
+        return 130

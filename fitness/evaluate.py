@@ -1,0 +1,93 @@
+"""The evaluation pipeline: lint, then equivalence (then latency), with a cache.
+
+`Evaluator` owns one worker subprocess. Evaluations are cached by candidate id + task key +
+device + level, so a kernel proposed twice (or found on two islands) is evaluated once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from evo.candidate import Candidate
+from evo.task import Task
+from fitness.equivalence import check_equivalence
+from fitness.lint import lint
+from fitness.sandbox import Worker
+from fitness.status import Evaluation, Status
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """How candidates are checked. `quick` checks use the first `quick_sizes` sizes, one draw."""
+
+    timeout_s: float = 60.0
+    memory_mb: int = 4096
+    draws: int = 2
+    quick_sizes: int = 2
+
+
+def detect_device() -> str:
+    """'cuda' when torch sees a GPU here, else 'cpu' (the Triton interpreter)."""
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except Exception:
+        return "cpu"
+
+
+class Evaluator:
+    """Checks candidates against one task on one device."""
+
+    def __init__(self, task: Task, settings: EvalSettings | None = None, *, device: str | None = None) -> None:
+        self.task = task
+        self.settings = settings or EvalSettings()
+        self.device = device or detect_device()
+        self.worker = Worker(device=self.device, memory_mb=self.settings.memory_mb)
+        self.cache: dict[tuple[str, str, str, str], Evaluation] = {}
+        self.worker.start()  # overlap the worker's imports with the caller's work
+
+    def cases(self, level: str) -> list:  # type: ignore[type-arg]
+        if level == "quick":
+            return self.task.cases(self.task.check_sizes[: self.settings.quick_sizes], draws=1)
+        return self.task.cases(draws=self.settings.draws)
+
+    def evaluate(self, candidate: Candidate, *, level: str = "full") -> Evaluation:
+        key = (candidate.id, self.task.key, self.device, level)
+        if key not in self.cache:
+            self.cache[key] = self._evaluate(candidate, level)
+        return self.cache[key]
+
+    def _evaluate(self, candidate: Candidate, level: str) -> Evaluation:
+        base = Evaluation(candidate.id, self.task.key, self.device, Status.LINT_ERROR, level=level)
+        found = lint(candidate.source)
+        if not found.ok:
+            return base.with_(reason=found.reason())
+        eq = check_equivalence(
+            self.worker, self.task, candidate, self.cases(level),
+            timeout=self.settings.timeout_s, stop_on_failure=level != "quick",
+        )
+        if eq.recycle_worker:
+            self.worker.kill()
+            self.worker.start()
+        return base.with_(
+            status=eq.status,
+            reason=eq.reason,
+            error=eq.error,
+            max_error_ratio=eq.max_error_ratio if eq.cases_checked else math.inf,
+            max_abs_error=eq.max_abs_error,
+            mismatch_fraction=eq.mismatch_fraction,
+            worst_case=eq.worst_case,
+            cases_checked=eq.cases_checked,
+            check_seconds=eq.seconds,
+        )
+
+    def close(self) -> None:
+        self.worker.close()
+
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

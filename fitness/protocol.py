@@ -1,0 +1,60 @@
+"""Length-prefixed msgpack frames over a pair of pipes (driver <-> worker).
+
+The candidate's stdout and stderr are not this channel: nothing it prints can pose as a reply.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import struct
+import time
+from typing import Any
+
+import msgpack
+
+_HEADER = struct.Struct("<Q")
+
+
+class ChannelClosed(EOFError):
+    """The other side closed its pipe (the worker exited or was killed)."""
+
+
+class ChannelTimeout(TimeoutError):
+    """No complete frame arrived before the deadline."""
+
+
+def send(fd: int, message: dict[str, Any]) -> None:
+    payload = msgpack.packb(message, use_bin_type=True)
+    data = memoryview(_HEADER.pack(len(payload)) + payload)
+    while data:
+        n = os.write(fd, data)
+        data = data[n:]
+
+
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
+    chunks: list[bytes] = []
+    remaining = n
+    while remaining:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ChannelTimeout()
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                raise ChannelTimeout()
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            raise ChannelClosed()
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def receive(fd: int, timeout: float | None = None) -> dict[str, Any]:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    (length,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
+    message = msgpack.unpackb(_read_exact(fd, length, deadline), raw=False)
+    if not isinstance(message, dict):
+        raise ChannelClosed()
+    return message

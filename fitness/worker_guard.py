@@ -1,0 +1,85 @@
+"""Run-time enforcement of the candidate contract inside the worker.
+
+While ``launch`` runs, every torch function or tensor method called *from candidate code* (the first
+caller frame outside torch's own package is in the candidate's file) must be metadata, a view, or an
+allocation. Anything else (``x.softmax()``, ``x + 1``, ``sum(x)``, ``.tolist()``, ``.copy_()``) is
+torch computing on the data and raises :class:`ForbiddenOperation`, whatever alias or ``getattr``
+route the lint might have missed. Calls made by Triton's own launcher are not candidate code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+METADATA = {
+    "size", "stride", "dim", "numel", "nelement", "element_size", "data_ptr", "is_contiguous",
+    "storage_offset", "get_device", "__len__", "__format__", "__repr__", "__index__", "is_floating_point",
+    "shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad", "itemsize", "nbytes",
+}
+VIEWS = {"view", "unsqueeze", "squeeze", "permute", "transpose", "t", "T", "mT", "expand", "unflatten",
+         "view_as", "reshape", "flatten", "as_strided", "expand_as", "movedim"}
+ALLOCATIONS = {
+    "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like",
+    "empty_strided", "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided",
+    "zero_", "fill_",
+}
+ALLOWED = METADATA | VIEWS | ALLOCATIONS
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_THIS_FILE = __file__
+
+
+class ForbiddenOperation(BaseException):
+    """Candidate code asked torch to compute on data (BaseException: not caught by `except Exception`)."""
+
+
+def _name(func: Callable[..., Any]) -> str:
+    name = getattr(func, "__name__", repr(func))
+    if name in ("__get__", "__set__"):
+        owner = getattr(func, "__self__", None)
+        name = getattr(owner, "__name__", name)
+    return str(name)
+
+
+class CandidateGuard(TorchFunctionMode):
+    """Active while candidate code runs; `filename` is the candidate module's file."""
+
+    def __init__(self, filename: str) -> None:
+        super().__init__()
+        self.filename = filename
+
+    def _caller_is_candidate(self) -> bool:
+        frame = sys._getframe(2)
+        while frame is not None:
+            f = frame.f_code.co_filename
+            if f != _THIS_FILE and not f.startswith(_TORCH_DIR):
+                return f == self.filename
+            frame = frame.f_back  # type: ignore[assignment]
+        return False
+
+    def __torch_function__(
+        self,
+        func: Callable[..., Any],
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        kwargs = kwargs or {}
+        if self._caller_is_candidate():
+            name = _name(func)
+            if name not in ALLOWED:
+                raise ForbiddenOperation(
+                    f"launch called torch '{name}' on tensor data; candidates must compute with "
+                    "Triton kernels (torch only allocates, views and queries metadata)"
+                )
+            result = func(*args, **kwargs)
+            if name in VIEWS and isinstance(result, torch.Tensor) and args and isinstance(args[0], torch.Tensor):
+                if result.untyped_storage().data_ptr() != args[0].untyped_storage().data_ptr():
+                    raise ForbiddenOperation(f"torch '{name}' copied the data instead of viewing it")
+            return result
+        return func(*args, **kwargs)
