@@ -68,8 +68,15 @@ class Candidate:
 
     @classmethod
     def from_source(cls, source: str, params: Params | None = None) -> Candidate:
-        """A candidate whose params are the module's PARAMS overridden by `params`."""
-        defaults = module_literal(source, "PARAMS") or {}
+        """A candidate whose params are the module's PARAMS overridden by `params`.
+
+        A module that does not parse still makes a candidate: the lint stage rejects it with the
+        syntax error, like any other contract violation.
+        """
+        try:
+            defaults = module_literal(source, "PARAMS") or {}
+        except CandidateError:
+            defaults = {}
         if not isinstance(defaults, dict):
             raise CandidateError("PARAMS must be a dict literal")
         merged: Params = {**defaults, **(params or {})}

@@ -13,7 +13,7 @@ import numpy as np
 
 from evo.candidate import Candidate
 from evo.kernelbench import KernelBenchTask
-from evo.task import Task
+from evo.task import CaseData, Task
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def reference_findings(task: Task) -> list[Finding]:
     """Checks of the reference alone (no candidate involved)."""
     out: list[Finding] = []
     cases = task.cases(draws=2)
-    by_size: dict[str, list] = {}  # type: ignore[type-arg]
+    by_size: dict[str, list[CaseData]] = {}
     for c in cases:
         by_size.setdefault(c.size_json, []).append(task.case_data(c))
     depends, varies, nonzero, finite = [], [], [], []
@@ -51,13 +51,16 @@ def reference_findings(task: Task) -> list[Finding]:
                 nonzero.append(f"output {i} is ~0 everywhere at {size}")
     n_sizes = len(by_size)
     # a softmax over one column is always 1: a size may be degenerate, the task must not be
-    out.append(Finding("output depends on the inputs", len(depends) < n_sizes,
-                       f"same output for different inputs at every size: {'; '.join(depends)}"
-                       if len(depends) >= n_sizes else f"differs across draws at {n_sizes - len(depends)} of {n_sizes} sizes"))
+    varying = n_sizes - len(depends)
+    out.append(Finding("output depends on the inputs", varying > 0,
+                       f"differs across draws at {varying} of {n_sizes} sizes" if varying
+                       else f"same output for different inputs at every size: {'; '.join(depends)}"))
     out.append(Finding("output is not constant", len(varies) < n_sizes,
                        "; ".join(varies) if len(varies) >= n_sizes else "varies"))
-    out.append(Finding("output is not ~0 everywhere", not nonzero, "; ".join(nonzero) or "non-zero"))
-    out.append(Finding("output is not NaN everywhere", not finite, "; ".join(finite) or "finite values"))
+    out.append(Finding("output is not ~0 everywhere", len(nonzero) < n_sizes,
+                       "; ".join(nonzero) if len(nonzero) >= n_sizes else "non-zero"))
+    out.append(Finding("output is not NaN everywhere", len(finite) < n_sizes,
+                       "; ".join(finite) if len(finite) >= n_sizes else "finite values"))
     if isinstance(task, KernelBenchTask):
         out.append(_params_matter(task))
     return out

@@ -52,15 +52,18 @@ def _override(tree: ast.Module, size: Size, path: Path) -> ast.Module:
         )
     body: list[ast.stmt] = []
     for node in tree.body:
+        target: ast.expr | None = None
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
-            if isinstance(target, ast.Name) and target.id in size:
-                node = ast.Assign(targets=[target], value=_literal(size[target.id]), lineno=node.lineno)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id in size:
-            node = ast.Assign(targets=[node.target], value=_literal(size[node.target.id]), lineno=node.lineno)
+        elif isinstance(node, ast.AnnAssign):
+            target = node.target
+        if isinstance(target, ast.Name) and target.id in size:
+            stmt = ast.Assign(targets=[ast.Name(target.id, ast.Store())], value=_literal(size[target.id]))
+            for n in ast.walk(stmt):  # the literal takes the replaced statement's position
+                ast.copy_location(n, node)
+            node = stmt
         body.append(node)
-    new = ast.Module(body=body, type_ignores=[])
-    return ast.fix_missing_locations(new)
+    return ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))
 
 
 def _torch_dtype(name: str) -> Any:

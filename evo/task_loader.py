@@ -24,7 +24,8 @@ def build_task(cfg: TaskConfig, base_dir: Path) -> Task:
         if cfg.name:
             folder = TASK_LIBRARY / cfg.name
             if not (folder / "task.py").is_file():
-                raise ConfigError(f"task.name: no task {cfg.name!r} in the library; valid: {', '.join(library_tasks())}")
+                valid = ", ".join(library_tasks())
+                raise ConfigError(f"task.name: no task {cfg.name!r} in the library; valid: {valid}")
             path = folder
         else:
             assert cfg.path is not None

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from evo.candidate import Candidate
-from evo.task import Task
+from evo.task import Case, Task
 from fitness.equivalence import check_equivalence
 from fitness.lint import lint
 from fitness.sandbox import Worker
@@ -48,7 +48,7 @@ class Evaluator:
         self.cache: dict[tuple[str, str, str, str], Evaluation] = {}
         self.worker.start()  # overlap the worker's imports with the caller's work
 
-    def cases(self, level: str) -> list:  # type: ignore[type-arg]
+    def cases(self, level: str) -> list[Case]:
         if level == "quick":
             return self.task.cases(self.task.check_sizes[: self.settings.quick_sizes], draws=1)
         return self.task.cases(draws=self.settings.draws)

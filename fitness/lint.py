@@ -130,9 +130,9 @@ class _Linter:
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Name):
-                            self.module_names.add(n.id)
+                    for sub in ast.walk(t):
+                        if isinstance(sub, ast.Name):
+                            self.module_names.add(sub.id)
             elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
                 continue  # docstring
             elif type(node) not in FORBIDDEN_NODES:

@@ -1,0 +1,19 @@
+"""Forbidden: ctypes_poke."""
+import ctypes
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _touch(y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(y_ptr + offs, mask=offs < n)
+    tl.store(y_ptr + offs, v, mask=offs < n)
+
+
+PARAMS = {}
+
+
+def launch(x, y):
+    ctypes.memset(x.data_ptr(), 0, 4)
+    _touch[(triton.cdiv(y.numel(), 256),)](y, y.numel(), BLOCK=256)

@@ -1,0 +1,21 @@
+"""Cheat: torch through a module alias passed around."""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _touch(y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(y_ptr + offs, mask=offs < n)
+    tl.store(y_ptr + offs, v, mask=offs < n)
+
+
+PARAMS = {}
+
+ops = torch
+
+
+def launch(x, y):
+    y.copy_(ops.softmax(x, 1))
+    _touch[(triton.cdiv(y.numel(), 256),)](y, y.numel(), BLOCK=256)

@@ -1,0 +1,41 @@
+"""Shared fixtures: tasks and evaluators are expensive (a worker imports torch and triton once)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evo.candidate import Candidate
+from evo.native_task import NativeTask
+from fitness.evaluate import EvalSettings, Evaluator
+
+ROOT = Path(__file__).resolve().parent.parent
+CANDIDATES = Path(__file__).resolve().parent / "candidates"
+
+
+def candidate(name: str, **params: object) -> Candidate:
+    """A test candidate from tests/candidates/<name>.py."""
+    return Candidate.from_file(CANDIDATES / f"{name}.py", dict(params) if params else None)  # type: ignore[arg-type]
+
+
+def has_cuda() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="session")
+def softmax_task() -> NativeTask:
+    return NativeTask(ROOT / "tasks" / "softmax")
+
+
+@pytest.fixture(scope="session")
+def softmax_evaluator(softmax_task: NativeTask) -> Iterator[Evaluator]:
+    ev = Evaluator(softmax_task, EvalSettings(timeout_s=5.0, memory_mb=1024), device="cpu")
+    yield ev
+    ev.close()

@@ -1,0 +1,113 @@
+"""The checker is the security boundary: every cheat here must be rejected with a clear reason."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from fitness.evaluate import EvalSettings, Evaluator
+from fitness.sandbox import scrubbed_env
+from fitness.status import Status
+
+from .conftest import candidate
+
+REJECTED = [
+    ("half_written", Status.WRONG_OUTPUT, "never written"),
+    ("skips_last_row", Status.WRONG_OUTPUT, "never written"),
+    ("block_multiple_only", Status.WRONG_OUTPUT, "never written"),
+    ("torch_softmax", Status.LINT_ERROR, "torch.softmax is not allowed"),
+    ("torch_getattr", Status.LINT_ERROR, "getattr"),
+    ("torch_module_alias", Status.LINT_ERROR, "may only be used as torch.<name>"),
+    ("torch_methods", Status.LINT_ERROR, "launch called torch 'amax'"),
+    ("torch_builtin_sum", Status.LINT_ERROR, "launch called torch"),
+    ("try_fallback", Status.LINT_ERROR, "try/except"),
+    ("oob_store", Status.UNSAFE, "out-of-bounds store"),
+    ("oob_load", Status.WRONG_OUTPUT, "outside tolerance"),
+    ("modifies_input", Status.UNSAFE, "input 0 was modified"),
+    ("state_cache", Status.WRONG_OUTPUT, "outside tolerance"),
+    ("fp16_compute", Status.WRONG_OUTPUT, "outside tolerance"),
+    ("no_max_subtraction", Status.WRONG_OUTPUT, "(wide)"),
+    ("dunder_import", Status.LINT_ERROR, "'__import__'"),
+    ("os_exit", Status.LINT_ERROR, "import of 'os'"),
+    ("getframe", Status.LINT_ERROR, "'_getframe'"),
+    ("inspect_mod", Status.LINT_ERROR, "import of 'inspect'"),
+    ("open_file", Status.LINT_ERROR, "'open'"),
+    ("eval_call", Status.LINT_ERROR, "'eval'"),
+    ("globals_call", Status.LINT_ERROR, "'globals'"),
+    ("threads", Status.LINT_ERROR, "import of 'threading'"),
+    ("subprocess_call", Status.LINT_ERROR, "import of 'subprocess'"),
+    ("socket_conn", Status.LINT_ERROR, "import of 'socket'"),
+    ("ctypes_poke", Status.LINT_ERROR, "import of 'ctypes'"),
+    ("prints_verdict", Status.WRONG_OUTPUT, "outside tolerance"),
+    ("syntax_error", Status.LINT_ERROR, "syntax error at line"),
+]
+
+
+@pytest.mark.parametrize("name, status, words", REJECTED, ids=[r[0] for r in REJECTED])
+def test_cheats_are_rejected_with_a_reason(softmax_evaluator, name, status, words):
+    result = softmax_evaluator.evaluate(candidate(f"softmax/{name}"))
+    assert result.status is status, result.reason
+    assert words in result.reason
+    assert result.error > 0
+
+
+@pytest.mark.parametrize("name", ["one_pass", "online_two_kernels"])
+def test_correct_kernels_written_differently_from_the_seed_pass(softmax_evaluator, name):
+    result = softmax_evaluator.evaluate(candidate(f"softmax/{name}"))
+    assert result.status is Status.OK, result.reason
+    assert result.error == 0.0 and result.cases_checked == 10
+
+
+def test_the_seed_passes_and_the_worker_is_reused(softmax_task, softmax_evaluator):
+    from evo.candidate import Candidate
+
+    seed = Candidate.from_source(softmax_task.seed_source)
+    first = softmax_evaluator.evaluate(seed)
+    pid = softmax_evaluator.worker.pid
+    second = softmax_evaluator.evaluate(seed.with_params(BLOCK=256))
+    assert first.ok and second.ok
+    assert softmax_evaluator.worker.pid == pid  # torch and triton imported once, not per candidate
+
+
+def test_a_hang_times_out_and_the_worker_is_replaced(softmax_task):
+    with Evaluator(softmax_task, EvalSettings(timeout_s=2.0), device="cpu") as ev:
+        ev.evaluate(candidate("softmax/one_pass"))
+        pid = ev.worker.pid
+        result = ev.evaluate(candidate("softmax/hang"))
+        assert result.status is Status.TIMEOUT and "killed and replaced" in result.reason
+        assert ev.worker.pid != pid
+        assert ev.evaluate(candidate("softmax/online_two_kernels")).ok  # the fresh worker works
+
+
+def test_a_segfault_is_a_crash_and_the_worker_is_replaced(softmax_task):
+    with Evaluator(softmax_task, EvalSettings(timeout_s=20.0), device="cpu") as ev:
+        result = ev.evaluate(candidate("softmax/segfault"))
+        assert result.status is Status.CRASH and "SIGSEGV" in result.reason
+        assert ev.evaluate(candidate("softmax/one_pass")).ok
+
+
+def test_a_runaway_allocation_hits_the_memory_limit(softmax_task):
+    with Evaluator(softmax_task, EvalSettings(timeout_s=20.0, memory_mb=512), device="cpu") as ev:
+        result = ev.evaluate(candidate("softmax/runaway_alloc"))
+        assert result.status is Status.CRASH and "memory limit" in result.reason
+        assert ev.evaluate(candidate("softmax/one_pass")).ok
+
+
+def test_the_worker_environment_holds_no_secrets(softmax_evaluator, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    env = scrubbed_env("cpu")
+    assert "OPENAI_API_KEY" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert env["TRITON_INTERPRET"] == "1"
+    softmax_evaluator.evaluate(candidate("softmax/one_pass"))
+    with open(f"/proc/{softmax_evaluator.worker.pid}/environ", "rb") as f:
+        names = {kv.split(b"=", 1)[0].decode() for kv in f.read().split(b"\0") if kv}
+    assert not {n for n in names if "KEY" in n or "SECRET" in n or "TOKEN" in n}
+    assert os.environ["OPENAI_API_KEY"] == "sk-secret"
+
+
+def test_quick_level_checks_fewer_cases_and_grades_without_stopping(softmax_evaluator):
+    result = softmax_evaluator.evaluate(candidate("softmax/half_written"), level="quick")
+    assert result.status is Status.WRONG_OUTPUT and result.cases_checked == 2
+    assert 0 < result.error < 33

@@ -1,0 +1,62 @@
+import pytest
+
+from fitness.lint import lint
+
+HEADER = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef _k(y_ptr):\n    tl.store(y_ptr, 1.0)\n\n\n"
+
+
+def body(launch: str, extra: str = "") -> str:
+    return HEADER + extra + "PARAMS = {}\n\n\ndef launch(x, y):\n" + launch + "    _k[(1,)](y)\n"
+
+
+def test_a_plain_candidate_passes():
+    assert lint(body("    n = x.numel()\n")).ok
+
+
+@pytest.mark.parametrize(
+    "source, words",
+    [
+        (body("    y.copy_(torch.softmax(x, 1))\n", "import torch\n"), "torch.softmax"),
+        (body("    y.copy_(getattr(torch, 'softmax')(x, 1))\n", "import torch\n"), "getattr"),
+        (body("    f = torch\n", "import torch\n"), "may only be used"),
+        (body("    pass\n", "from torch import softmax\n"), "import of 'torch.softmax'"),
+        (body("    pass\n", "import torch.nn.functional as F\n"), "import of 'torch.nn.functional'"),
+        (body("    try:\n        pass\n    except Exception:\n        pass\n"), "try/except"),
+        (body("    __import__('os')\n"), "__import__"),
+        (body("    x.__class__\n"), "private attribute"),
+        (body("    exec('1')\n"), "'exec'"),
+        (body("    vars()\n"), "'vars'"),
+        (body("    pass\n", "import os\n"), "import of 'os'"),
+        (body("    pass\n", "import numpy as np\n"), "import of 'numpy'"),
+        (body("    torch.cuda.Stream()\n", "import torch\n"), "torch.cuda"),
+        (body("    triton.testing.do_bench(lambda: 0)\n"), "triton.testing"),
+        (body("    global STATE\n"), "global"),
+        (body("    pass\n", "class A:\n    pass\n\n\n"), "class"),
+        (body("    with open('f') as f:\n        pass\n"), "with"),
+        (body("    pass\n", "X = open('/etc/passwd')\n"), "'open'"),
+    ],
+)
+def test_forbidden_constructs_are_named(source, words):
+    result = lint(source)
+    assert not result.ok
+    assert words in result.reason(), result.reason()
+
+
+def test_the_contract_structure_is_checked():
+    assert "does not define launch" in lint(HEADER).reason()
+    assert "no @triton.jit kernel" in lint("PARAMS = {}\n\n\ndef launch(x, y):\n    pass\n").reason()
+    assert "never launches" in lint(HEADER + "PARAMS = {}\n\n\ndef launch(x, y):\n    pass\n").reason()
+    bad_params = HEADER + 'PARAMS = {"BLOCK": 4}\n\n\ndef launch(x, y):\n    _k[(1,)](y)\n'
+    assert "does not accept" in lint(bad_params).reason()
+    assert "syntax error" in lint("def launch(:\n").reason()
+
+
+def test_jit_bodies_cannot_reach_torch():
+    src = ("import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\ndef _k(y_ptr):\n"
+           "    torch.empty(3)\n\n\nPARAMS = {}\n\n\ndef launch(x, y):\n    _k[(1,)](y)\n")
+    assert "inside @triton.jit" in lint(src).reason()
+
+
+def test_a_kernel_launched_through_a_helper_counts():
+    src = HEADER + "PARAMS = {}\n\n\ndef _go(y):\n    _k[(1,)](y)\n\n\ndef launch(x, y):\n    _go(y)\n"
+    assert lint(src).ok

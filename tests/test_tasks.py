@@ -1,0 +1,31 @@
+"""Every task in the library is usable: the seed passes and the reference is not degenerate."""
+
+from __future__ import annotations
+
+import pytest
+
+from evo.candidate import Candidate
+from evo.check import reference_findings
+from evo.native_task import TASK_LIBRARY, NativeTask, library_tasks
+from fitness.evaluate import EvalSettings, Evaluator
+
+REQUIRED = {"vector_add", "softmax", "layernorm", "matmul", "reduction"}
+
+
+def test_the_library_ships_the_required_tasks():
+    assert REQUIRED <= set(library_tasks())
+
+
+@pytest.mark.parametrize("name", library_tasks())
+def test_library_task_is_sound(name):
+    task = NativeTask(TASK_LIBRARY / name)
+    for size in task.check_sizes:
+        assert all(isinstance(v, int) for v in size.values())
+    assert any(all(v == 1 for v in s.values()) for s in task.check_sizes), "a check size of all ones"
+    assert task.bench_sizes and task.flops(task.bench_sizes[0]) and task.bytes_moved(task.bench_sizes[0])
+    findings = reference_findings(task)
+    assert all(f.ok for f in findings), [f for f in findings if not f.ok]
+    assert task.seed_source is not None
+    with Evaluator(task, EvalSettings(timeout_s=60), device="cpu") as ev:
+        result = ev.evaluate(Candidate.from_source(task.seed_source))
+    assert result.ok, result.reason
