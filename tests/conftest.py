@@ -36,6 +36,6 @@ def softmax_task() -> NativeTask:
 
 @pytest.fixture(scope="session")
 def softmax_evaluator(softmax_task: NativeTask) -> Iterator[Evaluator]:
-    ev = Evaluator(softmax_task, EvalSettings(timeout_s=5.0, memory_mb=1024), device="cpu")
+    ev = Evaluator(softmax_task, EvalSettings(timeout_s=60.0, memory_mb=1024), device="cpu")
     yield ev
     ev.close()
