@@ -49,11 +49,12 @@ ONE_BLOCK = [
 TABLES: tuple[Sequence[Mapping[str, int]], ...] = (TRITON_TUTORIAL_MATMUL, INDUCTOR_MM, ONE_BLOCK)
 
 
-def _actual_name(canonical: str, params: Params) -> str | None:
+def _actual_name(canonical: str, params: Mapping[str, ParamValue]) -> str | None:
     return next((a for a in ALIASES.get(canonical, (canonical,)) if a in params), None)
 
 
-def translate(config: Mapping[str, int], params: Params, space: Mapping[str, list[ParamValue]]) -> Params | None:
+def translate(config: Mapping[str, int], params: Mapping[str, ParamValue],
+              space: Mapping[str, list[ParamValue]]) -> Params | None:
     """`config` in the candidate's names, merged over `params`; None when it does not apply."""
     out: Params = dict(params)
     for canonical, value in config.items():
@@ -68,7 +69,7 @@ def translate(config: Mapping[str, int], params: Params, space: Mapping[str, lis
     return out
 
 
-def known_configs(params: Params, space: Mapping[str, list[ParamValue]]) -> list[Params]:
+def known_configs(params: Mapping[str, ParamValue], space: Mapping[str, list[ParamValue]]) -> list[Params]:
     """Applicable known-good configs, in table order, without duplicates."""
     found: list[Params] = []
     for table in TABLES:
