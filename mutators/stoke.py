@@ -48,6 +48,11 @@ def cost(evaluation: Evaluation, *, error_weight: float, fallback_log_latency: f
     return error_weight * error + log_lat
 
 
+def _finite(x: float) -> float | None:
+    """Costs in proposal metadata stay JSON-safe: None stands for an infinite cost (a crash)."""
+    return x if math.isfinite(x) else None
+
+
 @dataclass(frozen=True)
 class _State:
     """A chain position: candidate, cost, and the accepted moves that led there from the parent."""
@@ -115,7 +120,7 @@ class StokeMutator(Mutator):
             row.accepted += accepted
             row.improved += evaluation.ok and c < current.cost
             trace.append({"move": move.name, "detail": applied.detail, "status": evaluation.status.value,
-                          "cost": c, "bound": bound, "accepted": accepted})
+                          "cost": _finite(c), "bound": _finite(bound), "accepted": accepted})
             state = _State(applied.candidate, c, (*current.path, f"{move.name}: {applied.detail}"))
             if evaluation.ok and c < (best.cost if best else start.cost) and state.candidate.id != start.candidate.id:
                 best = state
@@ -131,8 +136,8 @@ class StokeMutator(Mutator):
         return [Proposal(
             candidate=chosen.candidate, mutator=self.name, parents=(parent.candidate.id,), note=note,
             cost_s=time.monotonic() - started, inner_evaluations=steps,
-            meta={"moves": [p.split(":")[0] for p in chosen.path], "chain_cost": chosen.cost,
-                  "parent_cost": start.cost, "trace": trace},
+            meta={"moves": [p.split(":")[0] for p in chosen.path], "chain_cost": _finite(chosen.cost),
+                  "parent_cost": _finite(start.cost), "trace": trace},
         )]
 
     def observe(self, proposal: Proposal, evaluation: Evaluation) -> None:
