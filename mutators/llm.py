@@ -60,7 +60,8 @@ class LLMMutator(Mutator):
 
     def _failure_lines(self, ctx: MutationContext) -> list[str]:
         lines = [failure_text(p.candidate, e, p.error, self.limits) for p, e in ctx.recent_failures]
-        return list(dict.fromkeys([*lines, *self._failures]))[-self.limits.failures:]
+        lines = list(dict.fromkeys([*lines, *self._failures]))
+        return lines[len(lines) - self.limits.failures:] if self.limits.failures else []
 
     def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
         if self.exhausted():

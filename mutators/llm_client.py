@@ -1,8 +1,9 @@
 """The LLM transport: the `openai` client with retries, a concurrency cap, accounting and a budget.
 
 Works against any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server) through
-`base_url`. The key is read from the environment variable named by `api_key_env` when the first
-live request is made; it is never stored in configs, records or logs. Modes:
+`base_url`. The key is read from the environment variable named by `api_key_env` (checked when the
+client is built, read again for the first request); it is never stored in configs, records or
+logs. Modes:
 
 - live: requests go to the endpoint;
 - record: as live, and every exchange is appended to the record file;
@@ -74,6 +75,9 @@ class LLMClient:
             raise ValueError(f"llm mode {mode!r} needs a record path")
         if mode == "replay" and not (record_path and record_path.is_file()):
             raise ValueError(f"llm replay: record file not found: {record_path}")
+        if mode != "replay" and not os.environ.get(api_key_env):
+            raise ValueError(f"llm: environment variable {api_key_env} is not set (api_key_env names the variable "
+                             "holding the API key; local servers accept any non-empty value)")
         self.model, self.base_url, self.api_key_env = model, base_url, api_key_env
         self.temperature, self.max_tokens = temperature, max_tokens
         self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
@@ -116,10 +120,18 @@ class LLMClient:
             if ex is None:
                 raise LLMError(f"llm replay: no recorded reply for request {digest[:12]} #{occurrence} "
                                f"in {self.record.path}")
+            if ex.error:
+                raise LLMError(ex.error)
             return self._account(Completion(ex.reply, ex.prompt_tokens, ex.completion_tokens, ex.cost_usd,
                                             ex.seconds, digest, True))
         started = time.monotonic()
-        response = self._send(self.request_of(messages))
+        try:
+            response = self._send(self.request_of(messages))
+        except LLMError as e:
+            if self.record is not None:
+                self.record.append(Exchange(digest, occurrence, self.request_of(messages), "", 0, 0, 0.0,
+                                            time.monotonic() - started, str(e)))
+            raise
         usage = response.usage
         p_tok = int(getattr(usage, "prompt_tokens", 0) or 0)
         c_tok = int(getattr(usage, "completion_tokens", 0) or 0)

@@ -116,8 +116,9 @@ def build_messages(task: Task, parent: Scored, *, failures: Sequence[str], inspi
         "## The current kernel", f"```python\n{_clip(shown, limits.source_chars)}\n```",
         "Its fitness:\n" + "\n".join(f"- {line}" for line in fitness_lines(parent.evaluation)),
     ]
-    if failures:
-        sections += ["## Recent attempts that failed (avoid these mistakes)", "\n".join(failures[-limits.failures:])]
+    if failures and limits.failures:
+        shown_failures = failures[max(len(failures) - limits.failures, 0):]
+        sections += ["## Recent attempts that failed (avoid these mistakes)", "\n".join(shown_failures)]
     others = [s for s in inspirations if s.candidate.id != parent.candidate.id][: limits.inspirations]
     if others:
         sections.append("## Other correct kernels from the population (for inspiration)")

@@ -33,6 +33,7 @@ class Exchange:
     completion_tokens: int
     cost_usd: float
     seconds: float
+    error: str = ""  # a request that got no reply (after retries) is recorded too, so replay fails alike
 
 
 class RecordFile:

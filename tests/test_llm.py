@@ -179,30 +179,35 @@ def test_concurrent_samples_are_capped_by_the_semaphore(task, parent, tmp_path):
     assert m.client._slots._value == 2  # every slot given back
 
 
-def test_a_missing_key_is_a_clear_failure(task, parent, tmp_path, monkeypatch):
-    monkeypatch.delenv(KEY_ENV)
+def test_a_missing_key_is_a_clear_error_when_the_mutator_is_built(task, parent, tmp_path, monkeypatch):
     with FakeOpenAI([Reply(GOOD_REPLY)]) as server:
-        (p,) = make(server, tmp_path).propose(parent, ctx(task))
+        m = make(server, tmp_path)
+        monkeypatch.delenv(KEY_ENV)
+        with pytest.raises(ValueError, match=f"environment variable {KEY_ENV} is not set"):
+            make(server, tmp_path)
+        (p,) = m.propose(parent, ctx(task))  # unset after building: the first request says so
         assert server.received == []
     assert p.candidate is None and f"environment variable {KEY_ENV} is not set" in p.error
 
 
 def test_record_then_replay_reruns_exactly_without_a_network(task, parent, tmp_path):
     record = tmp_path / "rec.jsonl"
-    script = [Reply(EDIT_REPLY, prompt_tokens=10, completion_tokens=20), Reply("garbage"), Reply(GOOD_REPLY)]
+    script = [Reply(EDIT_REPLY, prompt_tokens=10, completion_tokens=20), Reply("garbage"),
+              Reply("no such model", status=404), Reply(GOOD_REPLY)]
     with FakeOpenAI(script) as server:
         live = make(server, tmp_path, mode="record", record_path=str(record), price_in_per_mtok=1.0,
                     samples_per_proposal=1)
-        first = [live.propose(parent, ctx(task)) for _ in range(3)]
+        first = [live.propose(parent, ctx(task)) for _ in range(4)]
         url = server.base_url
     lines = [json.loads(x) for x in record.read_text().splitlines()]
-    assert len(lines) == 3 and lines[0]["request"]["messages"][1]["role"] == "user" and lines[1]["reply"] == "garbage"
+    assert len(lines) == 4 and lines[0]["request"]["messages"][1]["role"] == "user" and lines[1]["reply"] == "garbage"
+    assert "HTTP 404" in lines[2]["error"]  # a request without a reply is recorded too
     assert KEY not in "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
     # Replay: the server is gone; identical prompts are answered from the record.
     replay = build_mutator(LLMConfig(model="fake-model", base_url=url, api_key_env="UNSET_VARIABLE_FOR_TEST",
                                      mode="replay", record_path=str(record), price_in_per_mtok=1.0),
                            run_dir=tmp_path, seed=0)
-    again = [replay.propose(parent, ctx(task)) for _ in range(3)]
+    again = [replay.propose(parent, ctx(task)) for _ in range(4)]
     key = [[(p.candidate.id if p.candidate else None, p.error, p.cost_usd) for p in ps] for ps in first]
     assert key == [[(p.candidate.id if p.candidate else None, p.error, p.cost_usd) for p in ps] for ps in again]
     assert replay.stats()["spent_usd"] == live.stats()["spent_usd"]

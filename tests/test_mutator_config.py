@@ -32,7 +32,8 @@ def test_bad_values_are_clear_errors():
         SelectionConfig(policy="epsilon")  # type: ignore[arg-type]
 
 
-def test_build_mutator_builds_every_kind(tmp_path):
+def test_build_mutator_builds_every_kind(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     assert isinstance(build_mutator(StokeConfig(name="stoke-hot", beta=0.5), run_dir=tmp_path, seed=1), StokeMutator)
     opt = build_mutator(OptunaConfig(sampler="random"), run_dir=tmp_path, seed=1)
     assert isinstance(opt, OptunaMutator) and opt.name == "optuna"
