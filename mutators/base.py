@@ -70,9 +70,14 @@ class MutationContext:
 
 
 class Mutator(ABC):
-    """One mutator kind. Subclasses are configured by keyword-only arguments."""
+    """One mutator kind. Subclasses are configured by keyword-only arguments.
+
+    `kind` is the config's kind (llm, stoke, optuna); `name` labels proposals and reports (the
+    kind unless the config names the entry, so two LLM entries can be told apart).
+    """
 
     kind: str = "base"
+    name: str = "base"
 
     @abstractmethod
     def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
@@ -91,6 +96,11 @@ class Mutator(ABC):
     def stats(self) -> dict[str, Any]:
         """Per-mutator figures for reports."""
         return {}
+
+    def exhausted(self) -> bool:
+        """True when this mutator will propose nothing more (an LLM whose budget is spent);
+        operator selection then stops choosing it."""
+        return False
 
 
 def choose(rng: random.Random, items: Sequence[Any]) -> Any:

@@ -1,0 +1,131 @@
+"""LLM rewrites: an OpenAI-compatible model sees the reference, the contract, the parent with its
+fitness, why recent children failed and a few elites, and answers with a new module or edits.
+
+Each `propose` sends `samples_per_proposal` identical requests (concurrently, capped by the
+client's semaphore) and returns one proposal per reply. A reply that cannot be applied (no code,
+a SEARCH text not found, a module that does not parse) is a failed proposal,
+``Proposal(candidate=None, error=...)``, and its reason goes into the next prompt. Once the
+dollar budget is spent, `exhausted()` is true and `propose` returns nothing.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from evo.candidate import Candidate, CandidateError
+from fitness.status import Evaluation
+from mutators.base import MutationContext, Mutator, Proposal, Scored
+from mutators.llm_client import BudgetSpent, Completion, LLMClient, LLMError, Prices
+from mutators.llm_parse import ReplyError, apply_reply
+from mutators.llm_prompt import PromptLimits, build_messages, failure_text, source_with_params
+
+__all__ = ["LLMMutator"]
+
+
+class LLMMutator(Mutator):
+    """Rewrites by a language model through `LLMClient`."""
+
+    kind = "llm"
+
+    def __init__(self, *, client: LLMClient, samples_per_proposal: int = 1, limits: PromptLimits | None = None,
+                 name: str | None = None) -> None:
+        if samples_per_proposal < 1:
+            raise ValueError("llm: samples_per_proposal must be >= 1")
+        self.client = client
+        self.samples = samples_per_proposal
+        self.limits = limits = limits or PromptLimits()
+        self.name = name or self.kind
+        self._failures: deque[str] = deque(maxlen=max(limits.failures, 1))
+        self.counts = {"proposals": 0, "unusable_replies": 0, "request_errors": 0, "observed_ok": 0,
+                       "observed_failed": 0}
+
+    @classmethod
+    def from_config(cls, cfg: Any, *, run_dir: Path) -> LLMMutator:
+        """Built from an `LLMConfig` (see `mutators.config`)."""
+        record = Path(cfg.record_path) if cfg.record_path else run_dir / "llm_record.jsonl"
+        client = LLMClient(
+            model=cfg.model, base_url=cfg.base_url, api_key_env=cfg.api_key_env, temperature=cfg.temperature,
+            max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s, retries=cfg.retries, backoff_s=cfg.backoff_s,
+            max_concurrent=cfg.max_concurrent, prices=Prices(cfg.price_in_per_mtok, cfg.price_out_per_mtok),
+            budget_usd=cfg.budget_usd, mode=cfg.mode, record_path=record if cfg.mode != "live" else None,
+        )
+        limits = PromptLimits(failures=cfg.max_failures_in_prompt, inspirations=cfg.max_inspirations)
+        return cls(client=client, samples_per_proposal=cfg.samples_per_proposal, limits=limits, name=cfg.name)
+
+    def exhausted(self) -> bool:
+        return self.client.budget_spent
+
+    def _failure_lines(self, ctx: MutationContext) -> list[str]:
+        lines = [failure_text(p.candidate, e, p.error, self.limits) for p, e in ctx.recent_failures]
+        lines = list(dict.fromkeys([*lines, *self._failures]))
+        return lines[len(lines) - self.limits.failures:] if self.limits.failures else []
+
+    def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
+        if self.exhausted():
+            return []
+        messages = build_messages(ctx.task, parent, failures=self._failure_lines(ctx),
+                                  inspirations=list(ctx.elites), hardware=ctx.hardware, limits=self.limits)
+        tickets = [self.client.reserve(messages) for _ in range(self.samples)]  # fixes replay order
+        with ThreadPoolExecutor(max_workers=self.samples) as pool:
+            outcomes = list(pool.map(lambda t: self._ask(messages, t), tickets))
+        shown = source_with_params(parent.candidate)
+        out = [self._proposal(parent, shown, o) for o in outcomes if not isinstance(o, BudgetSpent)]
+        self.counts["proposals"] += len(out)
+        return out
+
+    def _ask(self, messages: list[dict[str, str]], ticket: tuple[str, int]) -> Completion | LLMError:
+        try:
+            return self.client.complete(messages, ticket)
+        except LLMError as e:
+            return e
+
+    def _proposal(self, parent: Scored, shown: str, outcome: Completion | LLMError) -> Proposal:
+        if isinstance(outcome, LLMError):
+            self.counts["request_errors"] += 1
+            return Proposal(candidate=None, mutator=self.name, parents=(parent.candidate.id,),
+                            error=f"LLM request failed: {outcome}", note="llm: no reply")
+        meta = {"request": outcome.request_hash[:16], "prompt_tokens": outcome.prompt_tokens,
+                "completion_tokens": outcome.completion_tokens, "replayed": outcome.replayed}
+        summary = " ".join(outcome.text.strip().split())[:120]
+        try:
+            source, how = apply_reply(shown, outcome.text)
+            child: Candidate | None = Candidate.from_source(source)
+            error, note = "", f"llm {self.client.model} ({how}): {summary}"
+        except (ReplyError, CandidateError) as e:
+            self.counts["unusable_replies"] += 1
+            self._failures.append(failure_text(None, None, str(e), self.limits))
+            child, error, note = None, str(e), f"llm {self.client.model}: unusable reply: {summary}"
+        return Proposal(candidate=child, mutator=self.name, parents=(parent.candidate.id,), note=note, error=error,
+                        cost_s=outcome.seconds, cost_usd=outcome.cost_usd, meta=meta)
+
+    def observe(self, proposal: Proposal, evaluation: Evaluation) -> None:
+        if proposal.candidate is None:
+            return
+        if evaluation.ok:
+            self.counts["observed_ok"] += 1
+        else:
+            self.counts["observed_failed"] += 1
+            self._failures.append(failure_text(proposal.candidate, evaluation, "", self.limits))
+
+    def stats(self) -> dict[str, Any]:
+        return {**self.counts, **self.client.stats()}
+
+    def state(self) -> dict[str, Any]:
+        # Occurrence counters too: after a resume, replay must answer the next identical prompt with
+        # the next recorded reply, not the first one again.
+        c = self.client
+        return {"counts": dict(self.counts), "failures": list(self._failures), "spent_usd": c.spent_usd,
+                "tokens": [c.prompt_tokens, c.completion_tokens], "requests": [c.requests, c.retried, c.failed],
+                "occurrences": dict(c.occurrences)}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.counts.update({k: int(v) for k, v in dict(state.get("counts", {})).items() if k in self.counts})
+        self._failures.extend(str(x) for x in state.get("failures", []))
+        c = self.client
+        c.spent_usd = float(state.get("spent_usd", 0.0))
+        c.prompt_tokens, c.completion_tokens = (int(x) for x in state.get("tokens", [0, 0]))
+        c.requests, c.retried, c.failed = (int(x) for x in state.get("requests", [0, 0, 0]))
+        c.occurrences.update({str(k): int(v) for k, v in dict(state.get("occurrences", {})).items()})

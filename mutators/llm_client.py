@@ -1,0 +1,199 @@
+"""The LLM transport: the `openai` client with retries, a concurrency cap, accounting and a budget.
+
+Works against any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server) through
+`base_url`. The key is read from the environment variable named by `api_key_env` (checked when the
+client is built, read again for the first request); it is never stored in configs, records or
+logs. Modes:
+
+- live: requests go to the endpoint;
+- record: as live, and every exchange is appended to the record file;
+- replay: answered from the record file only (no network, no key); a request that was not
+  recorded is an error.
+
+Rate limits (429), timeouts, connection errors and 5xx are retried `retries` times with
+exponential backoff (``backoff_s * 2**attempt``, or the server's Retry-After when longer); other
+HTTP errors (400, 401, 404) fail at once. Dollars are counted from each response's ``usage`` at
+the configured prices, replayed exchanges included (so a replayed campaign stops where the
+original did); once `budget_usd` is spent, no new request is made.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import openai
+
+from mutators.llm_record import Exchange, RecordFile, request_hash
+
+Mode = Literal["live", "record", "replay"]
+_RETRYABLE = (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError, openai.InternalServerError)
+
+
+class LLMError(Exception):
+    """A request that produced no reply (after retries); the message says why."""
+
+
+class BudgetSpent(LLMError):
+    """The dollar budget is spent: no more requests."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    seconds: float
+    request_hash: str
+    replayed: bool
+
+
+@dataclass(frozen=True)
+class Prices:
+    in_per_mtok: float = 0.0
+    out_per_mtok: float = 0.0
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.in_per_mtok + completion_tokens * self.out_per_mtok) / 1e6
+
+
+class LLMClient:
+    """Chat completions with retries, a semaphore, accounting, budget, record and replay."""
+
+    def __init__(self, *, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
+                 temperature: float = 0.7, max_tokens: int = 4096, timeout_s: float = 120.0, retries: int = 3,
+                 backoff_s: float = 1.0, max_concurrent: int = 4, prices: Prices = Prices(),
+                 budget_usd: float | None = None, mode: Mode = "live", record_path: Path | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if mode in ("record", "replay") and record_path is None:
+            raise ValueError(f"llm mode {mode!r} needs a record path")
+        if mode == "replay" and not (record_path and record_path.is_file()):
+            raise ValueError(f"llm replay: record file not found: {record_path}")
+        if mode != "replay" and not os.environ.get(api_key_env):
+            raise ValueError(f"llm: environment variable {api_key_env} is not set (api_key_env names the variable "
+                             "holding the API key; local servers accept any non-empty value)")
+        self.model, self.base_url, self.api_key_env = model, base_url, api_key_env
+        self.temperature, self.max_tokens = temperature, max_tokens
+        self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
+        self.prices, self.budget_usd, self.mode = prices, budget_usd, mode
+        self.record = RecordFile(record_path) if record_path is not None and mode != "live" else None
+        self._sleep = sleep
+        self._slots = threading.BoundedSemaphore(max_concurrent)
+        self._lock = threading.Lock()
+        self._client: openai.OpenAI | None = None
+        self.occurrences: dict[str, int] = {}
+        self.spent_usd = 0.0
+        self.prompt_tokens = self.completion_tokens = 0
+        self.requests = self.retried = self.failed = 0
+
+    @property
+    def budget_spent(self) -> bool:
+        return self.budget_usd is not None and self.spent_usd >= self.budget_usd
+
+    def request_of(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        """What identifies a request (and is recorded): everything sent except credentials."""
+        return {"model": self.model, "messages": messages, "temperature": self.temperature,
+                "max_tokens": self.max_tokens}
+
+    def reserve(self, messages: list[dict[str, str]]) -> tuple[str, int]:
+        """The request's hash and occurrence number; call in a deterministic order before sending."""
+        digest = request_hash(self.request_of(messages))
+        with self._lock:
+            k = self.occurrences.get(digest, 0)
+            self.occurrences[digest] = k + 1
+        return digest, k
+
+    def complete(self, messages: list[dict[str, str]], ticket: tuple[str, int] | None = None) -> Completion:
+        """One reply to `messages`; raises LLMError (BudgetSpent when the budget is spent)."""
+        digest, occurrence = ticket or self.reserve(messages)
+        if self.budget_spent:
+            raise BudgetSpent(f"LLM budget spent: ${self.spent_usd:.4f} of ${self.budget_usd:.4f}")
+        if self.mode == "replay":
+            assert self.record is not None
+            ex = self.record.find(digest, occurrence)
+            if ex is None:
+                raise LLMError(f"llm replay: no recorded reply for request {digest[:12]} #{occurrence} "
+                               f"in {self.record.path}")
+            if ex.error:
+                raise LLMError(ex.error)
+            return self._account(Completion(ex.reply, ex.prompt_tokens, ex.completion_tokens, ex.cost_usd,
+                                            ex.seconds, digest, True))
+        started = time.monotonic()
+        try:
+            response = self._send(self.request_of(messages))
+        except LLMError as e:
+            if self.record is not None:
+                self.record.append(Exchange(digest, occurrence, self.request_of(messages), "", 0, 0, 0.0,
+                                            time.monotonic() - started, str(e)))
+            raise
+        usage = response.usage
+        p_tok = int(getattr(usage, "prompt_tokens", 0) or 0)
+        c_tok = int(getattr(usage, "completion_tokens", 0) or 0)
+        text = (response.choices[0].message.content or "") if response.choices else ""
+        done = Completion(text, p_tok, c_tok, self.prices.cost(p_tok, c_tok), time.monotonic() - started,
+                          digest, False)
+        if self.record is not None:
+            self.record.append(Exchange(digest, occurrence, self.request_of(messages), text, p_tok, c_tok,
+                                        done.cost_usd, done.seconds))
+        return self._account(done)
+
+    def _account(self, c: Completion) -> Completion:
+        with self._lock:
+            self.requests += 1
+            self.spent_usd += c.cost_usd
+            self.prompt_tokens += c.prompt_tokens
+            self.completion_tokens += c.completion_tokens
+        return c
+
+    def _openai(self) -> openai.OpenAI:
+        if self._client is None:
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise LLMError(f"environment variable {self.api_key_env} is not set (it names the API key; "
+                               "local servers accept any non-empty value)")
+            # Retries are ours (counted, with our backoff), so the client's own are off.
+            self._client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout_s, max_retries=0)
+        return self._client
+
+    def _send(self, request: dict[str, Any]) -> Any:
+        client = self._openai()
+        last = ""
+        for attempt in range(self.retries + 1):
+            try:
+                with self._slots:
+                    return client.chat.completions.create(**request)
+            except _RETRYABLE as e:
+                last = f"{type(e).__name__}: {e}"
+                if attempt == self.retries:
+                    break
+                with self._lock:
+                    self.retried += 1
+                self._sleep(self._delay(e, attempt))
+            except openai.APIStatusError as e:
+                with self._lock:
+                    self.failed += 1
+                raise LLMError(f"the endpoint refused the request: HTTP {e.status_code}: {e.message}") from None
+        with self._lock:
+            self.failed += 1
+        raise LLMError(f"no reply after {self.retries + 1} attempts: {last}")
+
+    def _delay(self, error: Exception, attempt: int) -> float:
+        delay = self.backoff_s * 2**attempt
+        response = getattr(error, "response", None)
+        if response is not None:
+            try:
+                delay = max(delay, float(response.headers.get("retry-after", 0)))
+            except (TypeError, ValueError):
+                pass
+        return min(delay, 60.0)
+
+    def stats(self) -> dict[str, Any]:
+        return {"requests": self.requests, "retried": self.retried, "failed": self.failed,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "spent_usd": round(self.spent_usd, 6), "budget_usd": self.budget_usd, "mode": self.mode}

@@ -1,0 +1,208 @@
+"""Optuna tunes a kernel's meta-parameters by ask/tell: one study per kernel structure.
+
+A study is named after the task and the candidate's structure (its source without params), so
+every candidate sharing a kernel body shares one study, across islands and across a resume (the
+storage keeps it; `load_if_exists`). `propose` asks `trials_per_proposal` trials and returns one
+child per trial (the parent's source with the asked params); the island evaluates them in full and
+`observe` tells the study: the latency when the child is correct, `TrialState.FAIL` when it is not,
+`TrialState.PRUNED` when it is correct but no latency was measured (no objective to report).
+
+With the NSGA-II sampler the study has two objectives, both minimized: latency and the child's
+worst error relative to the tolerance (`Evaluation.max_error_ratio`, in [0, 1] for correct
+children). That exposes the speed/accuracy trade-off of tile shapes (a longer K block changes the
+order of accumulation) as a Pareto front instead of a single best.
+
+Before any sampler draw, a new study receives the parent's own result as a completed trial and is
+queued the module's PARAMS and the known-good configs whose names match (`known_configs`). A
+config already tried in the study is told its known result at once and not proposed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState, create_trial
+
+from evo.candidate import Candidate, module_literal
+from fitness.status import Evaluation
+from mutators.base import MutationContext, Mutator, Proposal, Scored
+from mutators.known_configs import known_configs
+from mutators.optuna_space import SAMPLERS, Encoding, make_sampler, open_storage
+
+__all__ = ["OptunaMutator"]
+
+_Result = tuple[float, ...] | None  # objective values, None for a failed trial
+
+
+def _key(encoded: dict[str, Any]) -> str:
+    """A config's identity inside its study: the trial params (the space is fixed per structure)."""
+    return json.dumps(encoded, sort_keys=True, separators=(",", ":"))
+
+
+class OptunaMutator(Mutator):
+    """Ask/tell tuning of `Candidate.space()` with a configurable sampler."""
+
+    kind = "optuna"
+
+    def __init__(self, *, journal_path: Path, seed: int = 0, sampler: str = "tpe", trials_per_proposal: int = 4,
+                 storage: str | None = None, enqueue_known: bool = True, name: str | None = None) -> None:
+        if sampler not in SAMPLERS:
+            raise ValueError(f"unknown optuna sampler {sampler!r}; valid: {', '.join(SAMPLERS)}")
+        if trials_per_proposal < 1:
+            raise ValueError("optuna: trials_per_proposal must be >= 1")
+        self.sampler = sampler
+        self.seed = seed
+        self.trials_per_proposal = trials_per_proposal
+        self.enqueue_known = enqueue_known
+        self.name = name or self.kind
+        self.storage = open_storage(storage, journal_path)
+        self._studies: dict[str, optuna.Study] = {}
+        self._results: dict[str, dict[str, _Result]] = {}  # study -> params key -> result
+        self._waiting: dict[tuple[str, str], list[int]] = {}  # duplicates asked before the first was told
+        self.counts = {"proposals": 0, "told_complete": 0, "told_fail": 0, "told_pruned": 0, "duplicates": 0}
+
+    @property
+    def objectives(self) -> int:
+        return 2 if self.sampler == "nsga2" else 1
+
+    def study_name(self, task_key: str, candidate: Candidate) -> str:
+        return f"evo:{task_key}:{candidate.structure}"
+
+    def _study(self, name: str, structure: str) -> optuna.Study:
+        if name not in self._studies:
+            digest = hashlib.sha256(f"{self.seed}:{structure}".encode()).digest()
+            self._studies[name] = optuna.create_study(
+                study_name=name, storage=self.storage, load_if_exists=True,
+                sampler=make_sampler(self.sampler, int.from_bytes(digest[:4], "little")),
+                directions=["minimize"] * self.objectives,
+            )
+            self._results.setdefault(name, {})
+        return self._studies[name]
+
+    def _refresh(self, study: optuna.Study) -> dict[str, _Result]:
+        """Results told so far by anyone sharing the storage (other islands, a previous run)."""
+        results = self._results.setdefault(study.study_name, {})
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+            results.setdefault(_key(t.params), tuple(t.values) if t.state is TrialState.COMPLETE else None)
+        return results
+
+    def _values(self, evaluation: Evaluation) -> _Result:
+        if not evaluation.ok or evaluation.latency_ms is None or not math.isfinite(evaluation.latency_ms):
+            return None
+        if self.objectives == 1:
+            return (evaluation.latency_ms,)
+        ratio = evaluation.max_error_ratio if math.isfinite(evaluation.max_error_ratio) else 1.0
+        return (evaluation.latency_ms, ratio)
+
+    def _seed_study(self, study: optuna.Study, enc: Encoding, parent: Scored) -> None:
+        """Record the parent's result and queue PARAMS and known-good configs, once per study."""
+        results = self._refresh(study)
+        encoded = enc.encode(parent.candidate.params)
+        values = self._values(parent.evaluation)
+        if encoded is not None and values is not None and _key(encoded) not in results:
+            study.add_trial(create_trial(params=encoded, distributions=enc.distributions(), values=list(values),
+                                         user_attrs={"source": "parent"}))
+            results[_key(encoded)] = values
+        if study.user_attrs.get("seeded"):
+            return
+        study.set_user_attr("seeded", True)
+        if not self.enqueue_known:
+            return
+        defaults = module_literal(parent.candidate.source, "PARAMS") or {}
+        queue = [{**parent.candidate.params, **defaults}, *known_configs(parent.candidate.params, enc.values)]
+        for params in queue:
+            e = enc.encode(params)
+            if e is not None:
+                study.enqueue_trial(e, skip_if_exists=True)
+
+    def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
+        started = time.monotonic()
+        enc = Encoding.of(parent.candidate)
+        if enc.empty:
+            return []
+        name = self.study_name(ctx.task.key, parent.candidate)
+        study = self._study(name, parent.candidate.structure)
+        self._seed_study(study, enc, parent)
+        results = self._refresh(study)
+        out: list[Proposal] = []
+        batch: set[str] = set()
+        for _ in range(self.trials_per_proposal * 8):
+            if len(out) == self.trials_per_proposal:
+                break
+            trial = study.ask(enc.distributions())
+            params = {**parent.candidate.params, **enc.decode(trial.params)}
+            key = _key(trial.params)
+            if key in results:  # already tried: tell what it gave, ask again
+                self._tell(study, trial.number, results[key])
+                self.counts["duplicates"] += 1
+                continue
+            if key in batch:
+                self._waiting.setdefault((name, key), []).append(trial.number)
+                self.counts["duplicates"] += 1
+                continue
+            batch.add(key)
+            child = Candidate(parent.candidate.source, params)
+            changed = ", ".join(f"{k}={v}" for k, v in sorted(params.items()) if parent.candidate.params.get(k) != v)
+            out.append(Proposal(
+                candidate=child, mutator=self.name, parents=(parent.candidate.id,),
+                note=f"optuna {self.sampler} trial {trial.number}: {changed or 'same params'}",
+                meta={"study": name, "trial": trial.number, "key": key},
+            ))
+        spent = time.monotonic() - started
+        self.counts["proposals"] += len(out)
+        return [replace(p, cost_s=spent / len(out)) for p in out]
+
+    def _tell(self, study: optuna.Study, number: int, result: _Result) -> None:
+        if result is None:
+            study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
+            self.counts["told_fail"] += 1
+        else:
+            study.tell(number, list(result), skip_if_finished=True)
+            self.counts["told_complete"] += 1
+
+    def observe(self, proposal: Proposal, evaluation: Evaluation) -> None:
+        meta = proposal.meta
+        if proposal.candidate is None or "study" not in meta:
+            return
+        name, key = str(meta["study"]), str(meta["key"])
+        study = self._study(name, proposal.candidate.structure)
+        result = self._values(evaluation)
+        if evaluation.ok and result is None:  # correct, but nothing measured: no objective to report
+            study.tell(int(meta["trial"]), state=TrialState.PRUNED, skip_if_finished=True)
+            self.counts["told_pruned"] += 1
+            numbers = self._waiting.pop((name, key), [])
+            for n in numbers:
+                study.tell(n, state=TrialState.PRUNED, skip_if_finished=True)
+            return
+        self._results.setdefault(name, {})[key] = result
+        for n in [int(meta["trial"]), *self._waiting.pop((name, key), [])]:
+            self._tell(study, n, result)
+
+    def best(self, task_key: str, candidate: Candidate) -> dict[str, Any] | None:
+        """The best completed trial of `candidate`'s study (params decoded), None before any."""
+        name = self.study_name(task_key, candidate)
+        study = self._study(name, candidate.structure)
+        done = [t for t in study.get_trials(deepcopy=False) if t.state is TrialState.COMPLETE]
+        if not done:
+            return None
+        enc = Encoding.of(candidate)
+        top = min(done, key=lambda t: tuple(t.values))
+        return {"params": {**candidate.params, **enc.decode(top.params)}, "values": list(top.values),
+                "trial": top.number, "trials": len(done)}
+
+    def stats(self) -> dict[str, Any]:
+        return {**self.counts, "sampler": self.sampler, "studies": len(self._studies)}
+
+    def state(self) -> dict[str, Any]:
+        # Studies live in the storage; only the counters are ours to checkpoint.
+        return {"counts": dict(self.counts)}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.counts.update({k: int(v) for k, v in dict(state.get("counts", {})).items() if k in self.counts})

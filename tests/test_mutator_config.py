@@ -1,0 +1,43 @@
+"""Mutator and selection config entries: strict validation and `build_mutator`."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from mutators.config import LLMConfig, MutatorConfig, OptunaConfig, SelectionConfig, StokeConfig, build_mutator
+from mutators.llm import LLMMutator
+from mutators.optuna_tuner import OptunaMutator
+from mutators.stoke import StokeMutator
+
+ENTRY: TypeAdapter[StokeConfig | OptunaConfig | LLMConfig] = TypeAdapter(MutatorConfig)
+
+
+def test_entries_are_chosen_by_kind_and_unknown_kinds_name_the_valid_ones():
+    assert isinstance(ENTRY.validate_python({"kind": "stoke", "chain_length": 3}), StokeConfig)
+    with pytest.raises(ValidationError, match=r"'genetic'.*expected tags: 'stoke', 'optuna', 'llm'"):
+        ENTRY.validate_python({"kind": "genetic"})
+    with pytest.raises(ValidationError, match="chain_lenght"):
+        ENTRY.validate_python({"kind": "stoke", "chain_lenght": 3})
+
+
+def test_bad_values_are_clear_errors():
+    with pytest.raises(ValidationError, match="unknown STOKE move"):
+        StokeConfig(move_weights={"teleport": 1.0})
+    with pytest.raises(ValidationError, match="names an environment variable"):
+        LLMConfig(api_key_env="sk-abc123")
+    with pytest.raises(ValidationError):
+        OptunaConfig(sampler="bohb")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        SelectionConfig(policy="epsilon")  # type: ignore[arg-type]
+
+
+def test_build_mutator_builds_every_kind(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    assert isinstance(build_mutator(StokeConfig(name="stoke-hot", beta=0.5), run_dir=tmp_path, seed=1), StokeMutator)
+    opt = build_mutator(OptunaConfig(sampler="random"), run_dir=tmp_path, seed=1)
+    assert isinstance(opt, OptunaMutator) and opt.name == "optuna"
+    llm = build_mutator(LLMConfig(name="local", base_url="http://127.0.0.1:9/v1"), run_dir=tmp_path, seed=1)
+    assert isinstance(llm, LLMMutator) and llm.name == "local" and not llm.exhausted()
+    # Nothing is contacted and no key is needed until the first request.
+    assert llm.client.stats()["requests"] == 0

@@ -1,0 +1,165 @@
+"""The Optuna mutator: studies per structure, known-good configs first, tell/FAIL, resume, samplers."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from evo.candidate import Candidate
+from evo.native_task import NativeTask
+from fitness.status import Evaluation, Status
+from mutators.base import MutationContext, Scored
+from mutators.known_configs import TRITON_TUTORIAL_MATMUL, known_configs
+from mutators.optuna_space import Encoding, derived_space, open_storage
+from mutators.optuna_tuner import OptunaMutator
+from tests.fakes.standin import fake_evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def matmul() -> NativeTask:
+    return NativeTask(ROOT / "tasks" / "matmul")
+
+
+@pytest.fixture(scope="module")
+def softmax() -> NativeTask:
+    return NativeTask(ROOT / "tasks" / "softmax")
+
+
+def seed_of(task: NativeTask) -> Scored:
+    c = Candidate.from_source(task.seed_source or "")
+    return Scored(c, fake_evaluate(task.key)(c, "full"))
+
+
+def loop(m: OptunaMutator, task: NativeTask, rounds: int, parent: Scored | None = None) -> list:
+    evaluate = fake_evaluate(task.key)
+    parent = parent or seed_of(task)
+    ctx = MutationContext(task=task, rng=random.Random(0), evaluate=evaluate)
+    seen = []
+    for _ in range(rounds):
+        for p in m.propose(parent, ctx):
+            assert p.candidate is not None
+            m.observe(p, evaluate(p.candidate, "full"))
+            seen.append(p)
+    return seen
+
+
+def study(m: OptunaMutator, task: NativeTask) -> optuna.Study:
+    return optuna.load_study(study_name=m.study_name(task.key, seed_of(task).candidate), storage=m.storage)
+
+
+def test_known_good_configs_are_tried_first_in_the_candidates_names(matmul, tmp_path):
+    m = OptunaMutator(journal_path=tmp_path / "j.log", seed=0, trials_per_proposal=3)
+    props = loop(m, matmul, rounds=1)
+    first = props[0].candidate.params
+    tutorial = TRITON_TUTORIAL_MATMUL[0]
+    assert (first["BM"], first["BN"], first["BK"], first["num_warps"], first["num_stages"]) == (
+        tutorial["BLOCK_M"], tutorial["BLOCK_N"], tutorial["BLOCK_K"], tutorial["num_warps"], tutorial["num_stages"])
+    assert all(p.candidate.source == props[0].candidate.source for p in props)  # only params change
+    trials = study(m, matmul).get_trials()
+    assert trials[0].user_attrs == {"source": "parent"} and trials[0].state is TrialState.COMPLETE
+
+
+def test_known_configs_skip_names_and_values_the_candidate_lacks():
+    softmax_like = {"BLOCK": 128, "num_warps": 4}
+    configs = known_configs(softmax_like, {"BLOCK": [128, 1024, 2048], "num_warps": [4, 8]})
+    assert configs and all(set(c) == {"BLOCK", "num_warps"} for c in configs)
+    assert {"BLOCK": 4096, "num_warps": 8} not in configs  # 4096 is outside SPACE
+    assert known_configs({"BM": 16, "num_warps": 1}, {}) == []  # no BLOCK_N / BLOCK_K: matmul tables do not apply
+
+
+def test_failures_are_told_as_fail_and_latencies_as_values(softmax, tmp_path):
+    m = OptunaMutator(journal_path=tmp_path / "j.log", seed=0, trials_per_proposal=2)
+    parent = seed_of(softmax)
+    ctx = MutationContext(task=softmax, rng=random.Random(0), evaluate=fake_evaluate(softmax.key))
+    ok, bad = m.propose(parent, ctx)
+    assert ok.candidate is not None and bad.candidate is not None
+    m.observe(ok, Evaluation(ok.candidate.id, softmax.key, "cpu", Status.OK, error=0.0, latency_ms=1.5))
+    m.observe(bad, Evaluation(bad.candidate.id, softmax.key, "cpu", Status.COMPILE_ERROR, reason="out of resources"))
+    by_number = {t.number: t for t in study(m, softmax).get_trials()}
+    assert by_number[ok.meta["trial"]].state is TrialState.COMPLETE and by_number[ok.meta["trial"]].value == 1.5
+    assert by_number[bad.meta["trial"]].state is TrialState.FAIL
+    assert m.stats()["told_fail"] == 1
+
+
+def test_a_config_already_tried_is_not_proposed_again(softmax, tmp_path):
+    m = OptunaMutator(journal_path=tmp_path / "j.log", seed=0, sampler="random", trials_per_proposal=4)
+    props = loop(m, softmax, rounds=6)
+    keys = [tuple(sorted(p.candidate.params.items())) for p in props]
+    assert len(keys) == len(set(keys))
+    assert seed_of(softmax).candidate.id not in {p.candidate.id for p in props}
+
+
+def test_studies_survive_a_resume_and_are_shared_through_the_journal(softmax, tmp_path):
+    journal = tmp_path / "optuna.journal"
+    first = OptunaMutator(journal_path=journal, seed=0, trials_per_proposal=3)
+    before = loop(first, softmax, rounds=2)
+    resumed = OptunaMutator(journal_path=journal, seed=0, trials_per_proposal=3)  # a new process, same run dir
+    after = loop(resumed, softmax, rounds=1)
+    assert {p.meta["study"] for p in after} == {p.meta["study"] for p in before}
+    assert not {p.candidate.id for p in after} & {p.candidate.id for p in before}
+    assert min(p.meta["trial"] for p in after) > max(p.meta["trial"] for p in before)
+
+
+def test_one_study_per_kernel_structure(softmax, tmp_path):
+    m = OptunaMutator(journal_path=tmp_path / "j.log", seed=0, trials_per_proposal=1)
+    seed = seed_of(softmax)
+    other_source = seed.candidate.source.replace("tl.exp(", "tl.exp2(1.4426950408889634 * ")
+    other_c = Candidate(other_source, seed.candidate.params)
+    other = Scored(other_c, fake_evaluate(softmax.key)(other_c, "full"))
+    (a,), (b,) = loop(m, softmax, 1, seed), loop(m, softmax, 1, other)
+    assert a.meta["study"] != b.meta["study"] and m.stats()["studies"] == 2
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "gp", "random", "cmaes", "nsga2"])
+def test_every_sampler_tunes_the_numeric_space(sampler, matmul, tmp_path):
+    m = OptunaMutator(journal_path=tmp_path / "j.log", seed=1, sampler=sampler, trials_per_proposal=4,
+                      enqueue_known=False)
+    props = loop(m, matmul, rounds=3)
+    assert len(props) >= 6
+    best = m.best(matmul.key, seed_of(matmul).candidate)
+    assert best is not None and best["values"][0] <= seed_of(matmul).latency_ms
+    assert len(best["values"]) == (2 if sampler == "nsga2" else 1)  # latency and worst error/tolerance
+    for p in props:
+        for k, v in p.candidate.params.items():
+            assert v in matmul_space(matmul)[k]
+
+
+def matmul_space(task: NativeTask) -> dict:
+    return seed_of(task).candidate.space()
+
+
+def test_space_encoding_is_ordinal_for_numbers_and_derived_without_space():
+    c = Candidate.from_source(
+        'PARAMS = {"BLOCK": 64, "mode": "a"}\nSPACE = {"BLOCK": [256, 64, 128], "mode": ["a", "b"]}\n')
+    enc = Encoding.of(c)
+    assert enc.values["BLOCK"] == [64, 128, 256] and enc.ordinal == {"BLOCK"} and not enc.numeric
+    assert enc.encode({"BLOCK": 128, "mode": "b"}) == {"BLOCK": 1, "mode": "b"}
+    assert enc.decode({"BLOCK": 2, "mode": "a"}) == {"BLOCK": 256, "mode": "a"}
+    assert enc.encode({"BLOCK": 100, "mode": "a"}) is None
+    assert derived_space({"BLOCK": 128, "num_warps": 16, "flag": True}) == {
+        "BLOCK": [32, 64, 128, 256, 512], "num_warps": [4, 8, 16, 32]}
+
+
+def test_a_categorical_space_works_with_cmaes(tmp_path, softmax):
+    source = (softmax.seed_source or "").replace(
+        'SPACE = {', 'SPACE = {"evict": ["evict_first", "evict_last"], ').replace(
+        "def launch(x, y, *, BLOCK, num_warps):", "def launch(x, y, *, BLOCK, num_warps, evict='evict_last'):")
+    c = Candidate.from_source(source)
+    m = OptunaMutator(journal_path=tmp_path / "j.log", seed=0, sampler="cmaes", trials_per_proposal=3)
+    props = loop(m, softmax, 2, Scored(c, fake_evaluate(softmax.key)(c, "full")))
+    assert props and all(p.candidate.params["evict"] in ("evict_first", "evict_last") for p in props)
+
+
+def test_storage_accepts_rdb_urls_and_rejects_others(tmp_path, softmax):
+    m = OptunaMutator(journal_path=tmp_path / "unused", seed=0, storage=f"sqlite:///{tmp_path / 'o.db'}")
+    assert loop(m, softmax, 1) and (tmp_path / "o.db").is_file() and not (tmp_path / "unused").exists()
+    with pytest.raises(ValueError, match="expected an RDB URL"):
+        open_storage("redis://localhost:6379", tmp_path / "j")
+    with pytest.raises(ValueError, match="unknown optuna sampler 'bohb'"):
+        OptunaMutator(journal_path=tmp_path / "j", sampler="bohb")
