@@ -49,7 +49,7 @@ _FREE = {
 _TRANSPARENT = {
     "create_load", "create_store", "create_descriptor_load", "create_descriptor_store",
     "create_descriptor_gather", "create_descriptor_scatter", "create_atomic_load", "create_atomic_store",
-    "create_atomic_poll",
+    "create_atomic_poll", "create_tensor_pointer_load", "create_tensor_pointer_store",  # block pointers
 }
 _CASTS = {
     "create_fp_to_fp", "create_fp_ext", "create_fp_trunc", "create_si_to_fp", "create_ui_to_fp",

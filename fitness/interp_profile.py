@@ -145,18 +145,22 @@ class LaunchProfiler:
         from triton.runtime.interpreter import InterpretedFunction
 
         profiler = self
-        self._cls = InterpretedFunction
-        self._old_run = InterpretedFunction.run
+        self._patches = _Patches()
 
         def run(fn_self: Any, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> None:
             if not warmup:
                 profiler.profile(fn_self, args, kwargs, grid)
 
-        InterpretedFunction.run = run
+        def getitem(fn_self: Any, grid: Any) -> Callable[..., None]:
+            # kernel[grid](...) reaches `run` in recent Triton, a grid executor directly in older ones
+            return lambda *args, **kwargs: run(fn_self, *args, grid=grid, **kwargs)
+
+        self._patches.set(InterpretedFunction, "run", run)
+        self._patches.set(InterpretedFunction, "__getitem__", getitem)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._cls.run = self._old_run
+        self._patches.restore()
 
     def profile(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grid_arg: Any) -> None:
         start = time.perf_counter()
