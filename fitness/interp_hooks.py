@@ -1,8 +1,9 @@
 """Instrumentation of the Triton interpreter: what one interpreted program moves and computes.
 
 Installed (by `fitness.interp_profile`) only while the latency model profiles, and removed after.
-Every ``create_*`` method of the interpreter's builder is wrapped; so are reductions and scans
-(which the interpreter computes in numpy without the builder) and ``range`` in kernels.
+Every ``create_*`` method of the interpreter's builder is wrapped (`fitness.interp_wrap`); so are
+reductions and scans (which the interpreter computes in numpy, not with the builder) and ``range``
+in kernels.
 
 Per program it accumulates, each figure weighted by the loop-sampling weight in force:
 - loads and stores: 32-byte sectors touched by the *active* lanes (masked-off lanes move
@@ -28,7 +29,7 @@ from __future__ import annotations
 import builtins
 import math
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,21 +37,10 @@ import numpy as np
 
 from fitness.sampling import loop_plan
 
-_TAINT = "_evo_data"
+TAINT = "_evo_data"  # handle attribute: value derived from loaded data
 _ROUND = "_evo_round"
 _SECTOR_SHIFT = 5  # 32-byte sectors
 
-_FREE = {
-    "create_splat", "create_broadcast", "create_expand_dims", "create_reshape", "create_trans",
-    "create_get_program_id", "create_get_num_programs", "create_bitcast", "create_int_to_ptr",
-    "create_ptr_to_int", "create_join", "create_split", "create_unsplat", "create_barrier", "create_assume",
-    "create_assert", "create_print", "create_make_tensor_descriptor", "create_make_range",
-}
-_TRANSPARENT = {
-    "create_load", "create_store", "create_descriptor_load", "create_descriptor_store",
-    "create_descriptor_gather", "create_descriptor_scatter", "create_atomic_load", "create_atomic_store",
-    "create_atomic_poll", "create_tensor_pointer_load", "create_tensor_pointer_store",  # block pointers
-}
 _CASTS = {
     "create_fp_to_fp", "create_fp_ext", "create_fp_trunc", "create_si_to_fp", "create_ui_to_fp",
     "create_fp_to_si", "create_fp_to_ui", "create_int_cast",
@@ -166,7 +156,7 @@ class Recorder:
         """`range` inside kernels: the first iterations and the last, weighted (see sampling)."""
         if not self.active:
             return builtins.range(*args)
-        if any(self._tainted_value(a) for a in args):
+        if any(self.tainted_value(a) for a in args):
             self.note("loop bounds depend on loaded data")
         return self._iterate(builtins.range(*args))
 
@@ -198,11 +188,11 @@ class Recorder:
         self.notes.add(f"{what} ({self.where()})")
 
     @staticmethod
-    def _tainted_value(v: Any) -> bool:
+    def tainted_value(v: Any) -> bool:
         h = getattr(v, "handle", None)
-        return bool(getattr(h, "attr", {}).get(_TAINT))
+        return bool(getattr(h, "attr", {}).get(TAINT))
 
-    def _consume(self, handles: list[Any]) -> None:
+    def consume(self, handles: list[Any]) -> None:
         """Using a loaded value stalls until its round completes: the round closes."""
         if self._open is None:
             return
@@ -238,7 +228,7 @@ class Recorder:
         try:
             return self._buffer_of(lo, hi, kind)
         except OutOfBounds as e:
-            if ptr.attr.get(_TAINT):
+            if ptr.attr.get(TAINT):
                 raise DataDependentAccess(f"{e} (the address depends on loaded data)") from None
             raise
 
@@ -250,7 +240,7 @@ class Recorder:
     def memory(self, kind: str, ptr: Any, mask: Any) -> int | None:
         """Check and count one load or store; returns the buffer index (None if no lane is active)."""
         self.events += 1
-        if ptr.attr.get(_TAINT) or (mask is not None and mask.attr.get(_TAINT)):
+        if ptr.attr.get(TAINT) or (mask is not None and mask.attr.get(TAINT)):
             self.note(f"{kind} addresses or masks depend on loaded data")
         addr, active, item = self._active(ptr, mask)
         if active.size == 0:
@@ -287,14 +277,14 @@ class Recorder:
         return b
 
     def loaded(self, out: Any) -> None:
-        out.attr[_TAINT] = True
+        out.attr[TAINT] = True
         if self._open is not None:
             out.attr[_ROUND] = self._open
 
     # -- compute --------------------------------------------------------------------------------
     def op(self, name: str, handles: list[Any], out: Any) -> None:
-        if any(h.attr.get(_TAINT) for h in handles):
-            out.attr[_TAINT] = True
+        if any(h.attr.get(TAINT) for h in handles):
+            out.attr[TAINT] = True
         if name in _CASTS and handles and _ROUND in handles[0].attr:
             out.attr[_ROUND] = handles[0].attr[_ROUND]
         n = int(np.asarray(out.data).size)
@@ -330,100 +320,3 @@ class Recorder:
         extra = 10 + (6 if self.warps > 1 else 0)  # shuffle tree, then a shared-memory exchange
         self.program.warp_instructions += (self._instructions(n) + self.warps * extra) * w
         self.program.reductions += w
-
-    # -- installation ---------------------------------------------------------------------------
-    def wrap_builder_method(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        from triton.runtime.interpreter import TensorHandle
-
-        rec = self
-
-        def transparent(*args: Any, **kwargs: Any) -> Any:
-            if not rec.active or rec.depth:
-                return fn(*args, **kwargs)
-            if name in ("create_load", "create_store"):
-                # unmasked: normally delegates to the masked op (counted there); count here if not
-                kind = "load" if name == "create_load" else "store"
-                rec.check_bounds(kind, args[0], None)
-                before = rec.events
-                out = fn(*args, **kwargs)
-                if rec.events == before:
-                    rec.memory(kind, args[0], None)
-                    if isinstance(out, TensorHandle):
-                        rec.loaded(out)
-                return out
-            return fn(*args, **kwargs)
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            if not rec.active or rec.depth:
-                return fn(*args, **kwargs)
-            handles = [a for a in args if isinstance(a, TensorHandle)]
-            if name == "create_masked_load":
-                rec._consume(handles)
-                rec.memory("load", args[0], args[1])
-            elif name == "create_masked_store":
-                rec._consume([args[1]])
-                rec.memory("store", args[0], args[2])
-            elif name in ("create_atomic_rmw", "create_atomic_cas"):
-                rec._consume(handles)
-                ptr, mask = (args[1], args[3]) if name == "create_atomic_rmw" else (args[0], None)
-                rec.memory("store", ptr, mask)
-                rec.memory("load", ptr, mask)
-            else:
-                rec._consume(handles)
-            rec.depth += 1
-            try:
-                out = fn(*args, **kwargs)
-            finally:
-                rec.depth -= 1
-            if name in ("create_masked_load", "create_atomic_rmw", "create_atomic_cas"):
-                if isinstance(out, TensorHandle):
-                    rec.loaded(out)
-            elif name in ("create_dot", "create_dot_scaled"):
-                if name == "create_dot":
-                    rec.dot(args[0], args[1], args[3] if len(args) > 3 else None)
-                else:
-                    rec.dot(args[0], args[3], None)
-                if isinstance(out, TensorHandle) and any(h.attr.get(_TAINT) for h in handles):
-                    out.attr[_TAINT] = True
-            elif name == "create_masked_store":
-                pass
-            elif isinstance(out, TensorHandle) and name not in _FREE:
-                rec.op(name, handles, out)
-            elif isinstance(out, TensorHandle) and any(h.attr.get(_TAINT) for h in handles):
-                out.attr[_TAINT] = True
-            return out
-
-        return transparent if name in _TRANSPARENT else counted
-
-    def wrap_reduce(self, apply: Callable[..., Any]) -> Callable[..., Any]:
-        rec = self
-
-        def wrapped(op_self: Any, input: Any) -> Any:
-            if not rec.active or rec.depth:
-                return apply(op_self, input)
-            items = input if isinstance(input, tuple) else (input,)
-            handles = [t.handle for t in items if hasattr(t, "handle")]
-            rec._consume(handles)
-            rec.depth += 1  # apply() re-enters itself; ops inside a reduction are its own cost
-            try:
-                out = apply(op_self, input)
-            finally:
-                rec.depth -= 1
-            rec.reduction(max((int(np.asarray(h.data).size) for h in handles), default=1))
-            if any(h.attr.get(_TAINT) for h in handles):
-                for t in out if isinstance(out, tuple) else (out,):
-                    if hasattr(t, "handle"):
-                        t.handle.attr[_TAINT] = True
-            return out
-
-        return wrapped
-
-    def wrap_bool(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        rec = self
-
-        def wrapped(t: Any) -> Any:
-            if rec.active and rec._tainted_value(t):
-                rec.note("control flow depends on loaded data")
-            return original(t)
-
-        return wrapped

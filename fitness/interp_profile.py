@@ -18,6 +18,7 @@ from typing import Any
 
 from fitness.counts import BufferTraffic, LaunchCounts
 from fitness.interp_hooks import Buffer, BufferCount, ProgramCounts, Recorder
+from fitness.interp_wrap import wrap_bool, wrap_builder_method, wrap_reduce
 from fitness.sampling import Pid, normalize_grid, program_scales, programs, reuse_probes, sample_programs
 
 _OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug")
@@ -102,11 +103,11 @@ def _install(rec: Recorder, fn_globals: dict[str, Any]) -> _Patches:
     builder = interp.interpreter_builder
     for name in dir(type(builder)):
         if name.startswith("create_"):
-            p.set(builder, name, rec.wrap_builder_method(name, getattr(builder, name)), instance=True)
+            p.set(builder, name, wrap_builder_method(rec, name, getattr(builder, name)), instance=True)
     for cls_name in ("ReduceScanOpInterface", "ReduceOps", "ScanOps"):  # names differ across versions
         cls = getattr(interp, cls_name, None)
         if cls is not None and "apply" in vars(cls):
-            p.set(cls, "apply", rec.wrap_reduce(cls.apply))
+            p.set(cls, "apply", wrap_reduce(rec, cls.apply))
     p.set_item(fn_globals, "range", rec.sampled_range)  # `range` in kernels of this module
     original_patch = interp._patch_lang
     ours: list[Callable[..., Any]] = []
@@ -118,7 +119,7 @@ def _install(rec: Recorder, fn_globals: dict[str, Any]) -> _Patches:
             lang.range = rec.tl_range
             lang.static_range = rec.tl_range
         if tl.core.tensor.__bool__ not in ours:
-            ours.append(rec.wrap_bool(tl.core.tensor.__bool__))
+            ours.append(wrap_bool(rec, tl.core.tensor.__bool__))
             tl.core.tensor.__bool__ = ours[-1]
         return scope
 
