@@ -41,11 +41,20 @@ def _device(cfg: Config, override: str | None) -> str:
     return detect_device() if wanted == "auto" else wanted
 
 
-def _settings(cfg: Config) -> Any:
+def eval_settings(cfg: Config) -> Any:
+    """The evaluator's settings from a config's ``evaluation:`` section."""
     from fitness.evaluate import EvalSettings
+    from fitness.latency import LatencyMode, LatencySettings
+    from fitness.timer import TimerSettings
 
     e = cfg.evaluation
-    return EvalSettings(timeout_s=e.timeout_s, memory_mb=e.memory_mb, draws=e.draws, quick_sizes=e.quick_sizes)
+    latency = LatencySettings(
+        mode=LatencyMode(e.latency), target_gpu=e.target_gpu.lower(), baselines=tuple(e.baselines),
+        timer=TimerSettings(rep_ms=e.timing_rep_ms, copies=e.timing_copies),
+        timeout_s=e.latency_timeout_s, memory_mb=e.memory_mb,
+    )
+    return EvalSettings(timeout_s=e.timeout_s, memory_mb=e.memory_mb, draws=e.draws, quick_sizes=e.quick_sizes,
+                        latency=latency)
 
 
 def _read_candidate(path: str, params_json: str | None) -> Candidate:
@@ -77,11 +86,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     candidate = _read_candidate(args.candidate, args.params)
     device = _device(cfg, args.device)
     level = "quick" if args.quick else "full"
-    with Evaluator(task, _settings(cfg), device=device) as ev:
+    with Evaluator(task, eval_settings(cfg), device=device) as ev:
         say(f"checking candidate {candidate.id} on {task.name} ({device}, {len(ev.cases(level))} cases)")
         start = time.monotonic()
         result = ev.evaluate(candidate, level=level)
     say(f"{result.status.value}: {result.reason} ({time.monotonic() - start:.2f} s)")
+    if result.latency_ms is not None:
+        ups = ", ".join(f"{v:.2f}x vs {k}" for k, v in result.speedups.items())
+        say(f"latency {result.latency_ms * 1e3:.1f} us ({result.latency_source.value if result.latency_source else '?'}"
+            f", {result.latency_gpu}){': ' + ups if ups else ''}")
     print(json.dumps(verdict(result, task)))
     return 0 if result.ok else 1
 
@@ -97,7 +110,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if seed is None:
         findings.append(Finding("seed candidate passes", False, "the task has no seed candidate"))
     else:
-        with Evaluator(task, _settings(cfg), device=_device(cfg, args.device)) as ev:
+        with Evaluator(task, eval_settings(cfg), device=_device(cfg, args.device)) as ev:
             r = ev.evaluate(seed)
         findings.append(Finding("seed candidate passes", r.ok, f"{r.status.value}: {r.reason}"))
     for f in findings:

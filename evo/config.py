@@ -64,13 +64,33 @@ class TaskConfig(Strict):
 
 
 class EvaluationConfig(Strict):
-    """How candidates are checked and timed."""
+    """How candidates are checked and timed.
+
+    latency: ``auto`` measures on CUDA and models a ``target_gpu`` elsewhere; ``model`` models
+    even on CUDA; ``off`` skips the latency stage. ``baselines`` are timed in the same worker
+    session as each candidate (on CUDA; the model has only the seed). ``timing_rep_ms`` is how
+    long the timed repetitions of one candidate last, spread over ``timing_copies`` input copies.
+    """
 
     device: Literal["auto", "cpu", "cuda"] = "auto"
     timeout_s: float = Field(default=60.0, gt=0)
     memory_mb: int = Field(default=4096, ge=256)
     draws: int = Field(default=2, ge=1, le=16)
     quick_sizes: int = Field(default=2, ge=1)
+    latency: Literal["auto", "model", "off"] = "auto"
+    target_gpu: str = "h100"
+    baselines: list[Literal["seed", "torch", "torch_compile"]] = Field(default=["seed", "torch", "torch_compile"])
+    timing_rep_ms: float = Field(default=100.0, gt=0)
+    timing_copies: int = Field(default=4, ge=1, le=16)
+    latency_timeout_s: float = Field(default=300.0, gt=0)
+
+    @model_validator(mode="after")
+    def _known_gpu(self) -> EvaluationConfig:
+        from fitness.gpus import PROFILES
+
+        if self.target_gpu.lower() not in PROFILES:
+            raise ValueError(f"target_gpu {self.target_gpu!r} is not one of {', '.join(sorted(PROFILES))}")
+        return self
 
 
 class Config(Strict):

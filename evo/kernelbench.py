@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from evo.task import Size, Task, TaskError, Tensor, size_key
+from evo.task import BenchCase, Size, Task, TaskError, Tensor, bench_case_from, size_key
 
 DISTS = ("as_given", "wide")
 _WIDE = 4.0
@@ -66,11 +66,13 @@ def _override(tree: ast.Module, size: Size, path: Path) -> ast.Module:
     return ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))
 
 
-def _torch_dtype(name: str) -> Any:
+def torch_dtype(name: str) -> Any:
+    """The torch dtype of a dtype name of `evo.dtypes`."""
     import torch
 
     return {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
-            "bfloat16": torch.bfloat16}[name]
+            "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32, "int16": torch.int16,
+            "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool}[name]
 
 
 def _to_host(t: Any, float_dtype: str) -> Tensor:
@@ -79,7 +81,7 @@ def _to_host(t: Any, float_dtype: str) -> Tensor:
 
     t = t.detach().cpu().contiguous()
     if t.is_floating_point():
-        r = t.to(_torch_dtype(float_dtype))
+        r = t.to(torch_dtype(float_dtype))
         if float_dtype == "bfloat16":
             return Tensor(r.view(torch.int16).numpy().view(np.uint16).copy(), "bfloat16")
         return Tensor(r.numpy().copy(), float_dtype)
@@ -213,6 +215,31 @@ class KernelBenchTask(Task):
             out = model(*args)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         return inputs, [o.detach().numpy().copy() for o in outs]
+
+    def bench_case(self, size: Size, *, data: bool = True) -> BenchCase:
+        """Inputs as for checking; output shapes from a forward pass on the meta device."""
+        import torch
+
+        model, inputs = self.model_and_inputs(size, self._bench_seed(size), self.dists[0])
+        n_forward = len(inputs) - len(model.state_dict())
+        try:
+            with torch.device("meta"):
+                meta_model = self.namespace(size)["Model"](*self.namespace(size)["get_init_inputs"]()).double()
+                args = [torch.empty(t.shape, dtype=torch.float64 if t.dtype in ("float32", "float16", "bfloat16",
+                                                                                 "float64") else torch_dtype(t.dtype))
+                        for t in inputs[:n_forward]]
+                out = meta_model(*args)
+        except Exception as e:
+            raise TaskError(f"{self.path.name}: forward on the meta device failed: {type(e).__name__}: {e}") from e
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        return bench_case_from(
+            size, inputs, [self.dtype if o.is_floating_point() else str(o.dtype).replace("torch.", "") for o in outs],
+            [tuple(o.shape) for o in outs], data,
+        )
+
+    def forward_count(self, size: Size) -> int:
+        """How many of the candidate's inputs are forward inputs (the rest are Model parameters)."""
+        return len(list(self.namespace(size)["get_inputs"]()))
 
     def bytes_moved(self, size: Size) -> float | None:
         """Minimum traffic: every input, parameter and output once (shapes found on `meta`)."""

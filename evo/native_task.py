@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from evo import dtypes
-from evo.task import Size, Task, TaskError, Tensor, Tolerance
+from evo.task import BenchCase, Size, Task, TaskError, Tensor, Tolerance, bench_case_from
 
 TASK_LIBRARY = Path(__file__).resolve().parent.parent / "tasks"
 
@@ -97,7 +97,7 @@ class NativeTask(Task):
     def definition_text(self) -> str:
         return self.path.read_text()
 
-    def _draw(self, size: Size, seed: int, dist: str) -> tuple[list[Tensor], list[np.ndarray]]:
+    def _make_inputs(self, size: Size, seed: int, dist: str) -> list[Tensor]:
         rng = np.random.default_rng(seed)
         raw = self._inputs(size, self.dtype, rng, dist)
         inputs: list[Tensor] = []
@@ -107,6 +107,46 @@ class NativeTask(Task):
             if name is None:
                 name = self.dtype if np.issubdtype(arr.dtype, np.floating) else dtypes.numpy_name(arr.dtype)
             inputs.append(Tensor(np.ascontiguousarray(dtypes.cast(arr, name)), name))
+        return inputs
+
+    def bench_case(self, size: Size, *, data: bool = True) -> BenchCase:
+        """Inputs from the generator; output shapes from `torch_reference` on meta tensors when the
+        task has one (no reference run at bench size), else from a full draw."""
+        if self.torch_reference is None:
+            return super().bench_case(size, data=data)
+        if data:
+            inputs = self._make_inputs(size, self._bench_seed(size), self.dists[0])
+        else:
+            inputs = self._probe_inputs(size)
+        try:
+            outs = _meta_outputs(self.torch_reference, inputs)
+        except Exception as e:
+            raise TaskError(f"task {self.name}: torch_reference failed on meta tensors: {type(e).__name__}: {e}") from e
+        return bench_case_from(size, inputs, [o[0] if o[0] != "float" else self.dtype for o in outs],
+                               [o[1] for o in outs], data)
+
+    def _probe_inputs(self, size: Size) -> list[Tensor]:
+        """Inputs whose float draws are zeros (cheap at bench sizes); integer draws are real."""
+        seed = self._bench_seed(size)
+        try:
+            raw = self._inputs(size, self.dtype, _ShapeProbe(np.random.default_rng(seed)), self.dists[0])
+        except Exception:
+            return self._make_inputs(size, seed, self.dists[0])
+        inputs = []
+        for item in raw:
+            arr, name = item if isinstance(item, tuple) else (item, None)
+            arr = np.asarray(arr)
+            if name is None:
+                name = self.dtype if np.issubdtype(arr.dtype, np.floating) else dtypes.numpy_name(arr.dtype)
+            if dtypes.is_float(name):
+                inputs.append(Tensor(np.lib.stride_tricks.as_strided(np.zeros(1, dtypes.storage_type(name)), arr.shape,
+                                                                      (0,) * arr.ndim), name))
+            else:
+                inputs.append(Tensor(np.ascontiguousarray(dtypes.cast(arr, name)), name))
+        return inputs
+
+    def _draw(self, size: Size, seed: int, dist: str) -> tuple[list[Tensor], list[np.ndarray]]:
+        inputs = self._make_inputs(size, seed, dist)
         as_ref = [
             dtypes.to_float64(t.data, t.dtype) if dtypes.is_float(t.dtype) else t.data.copy() for t in inputs
         ]
@@ -121,3 +161,44 @@ class NativeTask(Task):
     def bytes_moved(self, size: Size) -> float | None:
         fn = getattr(self.module, "bytes_moved", None)
         return float(fn(size, dtypes.itemsize(self.dtype))) if fn else None
+
+
+def _meta_outputs(fn: Callable[..., Any], inputs: list[Tensor]) -> list[tuple[str, tuple[int, ...]]]:
+    """(dtype name or 'float', shape) of each output of a torch function, run on meta tensors."""
+    import torch
+
+    from evo.kernelbench import torch_dtype
+
+    args = [torch.empty(t.shape, dtype=torch_dtype(t.dtype), device="meta") for t in inputs]
+    out = fn(*args)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    return [("float" if o.is_floating_point() else str(o.dtype).replace("torch.", ""), tuple(o.shape)) for o in outs]
+
+
+# numpy Generator methods that draw floats, and the position of their `size` argument
+_FLOAT_DRAWS = {"random": 0, "standard_normal": 0, "standard_exponential": 0, "standard_cauchy": 0,
+                "normal": 2, "uniform": 2, "lognormal": 2, "laplace": 2, "logistic": 2, "gumbel": 2,
+                "beta": 2, "gamma": 2, "exponential": 1, "standard_gamma": 1, "standard_t": 1, "chisquare": 1}
+
+
+class _ShapeProbe:
+    """Stands in for a numpy Generator when only shapes matter: float draws are zero-stride zeros
+    (no memory, no random numbers); anything else goes to the real generator."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self._rng = rng
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _FLOAT_DRAWS:
+            return getattr(self._rng, name)
+        pos = _FLOAT_DRAWS[name]
+
+        def draw(*args: Any, size: Any = None, **kwargs: Any) -> Any:
+            if size is None and len(args) > pos:
+                size = args[pos]
+            if size is None:
+                return 0.0
+            shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
+            return np.lib.stride_tricks.as_strided(np.zeros(1), shape, (0,) * len(shape))
+
+        return draw

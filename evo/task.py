@@ -90,6 +90,27 @@ class CaseData:
     output_shapes: list[tuple[int, ...]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class BenchCase:
+    """What a candidate is timed (or modelled) on: inputs at a bench size and the output layout.
+
+    ``inputs`` hold data for every tensor when drawn with ``data=True``; with ``data=False``
+    float tensors carry no data (``Tensor.data`` is an empty array of the right dtype and the
+    shape is in ``input_shapes``), which is all the latency model needs. Integer inputs
+    (indices, labels) always carry data: addresses may depend on them.
+    """
+
+    size: Size
+    inputs: list[Tensor]
+    input_shapes: list[tuple[int, ...]]
+    output_dtypes: list[str]
+    output_shapes: list[tuple[int, ...]]
+
+    @property
+    def has_float_data(self) -> bool:
+        return all(t.shape == s for t, s in zip(self.inputs, self.input_shapes))
+
+
 def size_key(size: Size) -> str:
     return json.dumps(size, sort_keys=True, separators=(",", ":"))
 
@@ -170,6 +191,20 @@ class Task(ABC):
             self._cache[case] = CaseData(case, inputs, expected, out_dtypes, shapes)
         return self._cache[case]
 
+    def bench_case(self, size: Size, *, data: bool = True) -> BenchCase:
+        """Inputs at `size` (first draw, first distribution) and the output layout.
+
+        This default draws a whole case, reference included; subclasses override it with
+        something cheaper where they can (the reference at bench sizes can be slow).
+        """
+        inputs, expected = self._draw(size, self._bench_seed(size), self.dists[0])
+        return bench_case_from(size, inputs, [self.output_dtype(e) for e in expected],
+                           [tuple(e.shape) for e in expected], data)
+
+    def _bench_seed(self, size: Size) -> int:
+        digest = hashlib.sha256(f"{self.name}|bench|{size_key(size)}".encode()).digest()
+        return int.from_bytes(digest[:4], "little")
+
     def output_dtype(self, expected: np.ndarray) -> str:
         """Float outputs are in the task dtype; integer and bool outputs keep theirs."""
         if np.issubdtype(expected.dtype, np.floating):
@@ -188,3 +223,14 @@ class Task(ABC):
             f"task {self.name}: dtype {self.dtype}, check sizes {self.check_sizes}, "
             f"bench sizes {self.bench_sizes}"
         )
+
+
+def bench_case_from(size: Size, inputs: list[Tensor], out_dtypes: list[str], out_shapes: list[tuple[int, ...]],
+                    data: bool) -> BenchCase:
+    """A BenchCase from drawn inputs; float data dropped unless `data`."""
+    shapes = [t.shape for t in inputs]
+    if not data:
+        inputs = [t if not dtypes.is_float(t.dtype) else Tensor(np.empty(0, dtype=t.data.dtype), t.dtype)
+                  for t in inputs]
+    return BenchCase(size, inputs, shapes, out_dtypes, out_shapes)
+

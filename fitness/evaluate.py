@@ -1,17 +1,20 @@
-"""The evaluation pipeline: lint, then equivalence (then latency), with a cache.
+"""The evaluation pipeline: lint, then equivalence, then latency, with a cache.
 
-`Evaluator` owns one worker subprocess. Evaluations are cached by candidate id + task key +
-device + level, so a kernel proposed twice (or found on two islands) is evaluated once.
+`Evaluator` owns one worker subprocess (and, for the latency model, a compile worker). Evaluations
+are cached by candidate id + task key + device + level, so a kernel proposed twice (or found on
+two islands) is evaluated once. Latency (`fitness.latency`) is measured on CUDA and modelled
+elsewhere, for quick evaluations too (the model is cached by candidate id).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from evo.candidate import Candidate
 from evo.task import Case, Task
 from fitness.equivalence import check_equivalence
+from fitness.latency import LatencySettings, LatencyStage
 from fitness.lint import lint
 from fitness.sandbox import Worker
 from fitness.status import Evaluation, Status
@@ -25,6 +28,7 @@ class EvalSettings:
     memory_mb: int = 4096
     draws: int = 2
     quick_sizes: int = 2
+    latency: LatencySettings = field(default_factory=LatencySettings)
 
 
 def detect_device() -> str:
@@ -40,13 +44,17 @@ def detect_device() -> str:
 class Evaluator:
     """Checks candidates against one task on one device."""
 
-    def __init__(self, task: Task, settings: EvalSettings | None = None, *, device: str | None = None) -> None:
+    def __init__(self, task: Task, settings: EvalSettings | None = None, *, device: str | None = None,
+                 worker: Worker | None = None) -> None:
+        """`worker`: share an evaluation worker of `device` between evaluators (left open by `close`)."""
         self.task = task
         self.settings = settings or EvalSettings()
         self.device = device or detect_device()
-        self.worker = Worker(device=self.device, memory_mb=self.settings.memory_mb)
+        self._own_worker = worker is None
+        self.worker = worker or Worker(device=self.device, memory_mb=self.settings.memory_mb)
         self.cache: dict[tuple[str, str, str, str], Evaluation] = {}
         self.worker.start()  # overlap the worker's imports with the caller's work
+        self.latency = LatencyStage(task, self.settings.latency, device=self.device, worker=self.worker)
 
     def cases(self, level: str) -> list[Case]:
         if level == "quick":
@@ -71,7 +79,7 @@ class Evaluator:
         if eq.recycle_worker:
             self.worker.kill()
             self.worker.start()
-        return base.with_(
+        ev = base.with_(
             status=eq.status,
             reason=eq.reason,
             error=eq.error,
@@ -82,9 +90,14 @@ class Evaluator:
             cases_checked=eq.cases_checked,
             check_seconds=eq.seconds,
         )
+        if ev.ok and self.latency.enabled:
+            ev = self.latency.measure(candidate, level=level).apply(ev)
+        return ev
 
     def close(self) -> None:
-        self.worker.close()
+        self.latency.close()
+        if self._own_worker:
+            self.worker.close()
 
     def __enter__(self) -> Evaluator:
         return self

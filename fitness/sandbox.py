@@ -38,14 +38,19 @@ class WorkerDied(Exception):
         self.reason = reason
 
 
-def scrubbed_env(device: str) -> dict[str, str]:
-    """The worker's environment: an allowlist, so no secret leaks into candidate code."""
+def scrubbed_env(device: str, *, compile_only: bool = False) -> dict[str, str]:
+    """The worker's environment: an allowlist, so no secret leaks into candidate code.
+
+    A compile worker runs Triton's real compiler (no interpreter) and sees no GPU.
+    """
     env = {k: v for k, v in os.environ.items() if k in _ENV_ALLOWED}
     env.setdefault("TRITON_CACHE_DIR", str(Path.home() / ".triton" / "cache"))
     env["PYTHONPATH"] = str(PROJECT_ROOT)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["OMP_NUM_THREADS"] = "1"
-    if device == "cpu":
+    if compile_only:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    elif device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     return env
 
@@ -53,8 +58,10 @@ def scrubbed_env(device: str) -> dict[str, str]:
 class Worker:
     """One worker subprocess; start() is cheap, readiness is awaited by the first request."""
 
-    def __init__(self, *, device: str = "cpu", memory_mb: int = 4096, startup_timeout: float = 180.0) -> None:
-        self.device = device
+    def __init__(self, *, device: str = "cpu", memory_mb: int = 4096, startup_timeout: float = 180.0,
+                 compile_only: bool = False) -> None:
+        self.device = "cpu" if compile_only else device
+        self.compile_only = compile_only
         self.memory_mb = memory_mb
         self.startup_timeout = startup_timeout
         self.proc: subprocess.Popen[bytes] | None = None
@@ -73,12 +80,13 @@ class Worker:
             return
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
-        env = scrubbed_env(self.device)
+        env = scrubbed_env(self.device, compile_only=self.compile_only)
         env["HOME"] = self._home
         env["TMPDIR"] = self._home
         cmd = [
             sys.executable, "-m", "fitness.worker", "--fd-in", str(to_child_r), "--fd-out",
             str(from_child_w), "--device", self.device, "--memory-mb", str(self.memory_mb),
+            *(["--compile-only"] if self.compile_only else []),
         ]
         with open(self._log_path, "wb") as log:
             self.proc = subprocess.Popen(
@@ -108,16 +116,29 @@ class Worker:
 
     def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send one request; WorkerTimeout or WorkerDied leave no worker behind."""
+        self.submit(message)
+        return self.collect(timeout)
+
+    def submit(self, message: dict[str, Any]) -> None:
+        """Send a request without waiting for the answer (collect it with `collect`)."""
         self.start()
         if not self.ready:
             self._await_ready()
         try:
             protocol.send(self._fds[0], message)
+        except (BrokenPipeError, OSError):
+            reason = self._death_reason()
+            self.kill()
+            raise WorkerDied(reason) from None
+
+    def collect(self, timeout: float) -> dict[str, Any]:
+        """The answer to the request sent last."""
+        try:
             reply = protocol.receive(self._fds[1], timeout)
         except protocol.ChannelTimeout:
             self.kill()
             raise WorkerTimeout(f"no answer within {timeout:.1f} s") from None
-        except (protocol.ChannelClosed, BrokenPipeError):
+        except (protocol.ChannelClosed, OSError):
             reason = self._death_reason()
             self.kill()
             raise WorkerDied(reason) from None

@@ -40,10 +40,12 @@ class Evaluation:
     cases_checked: int = 0
     level: str = "full"
     check_seconds: float = 0.0
-    latency_ms: float | None = None
-    latency_source: LatencySource | None = None
-    speedups: dict[str, float] = field(default_factory=dict)
-    latency_detail: dict[str, Any] = field(default_factory=dict)
+    latency_ms: float | None = None  # at the task's first bench size
+    latency_source: LatencySource | None = None  # cuda: measured; model: estimated
+    speedups: dict[str, float] = field(default_factory=dict)  # baseline name (seed, torch, torch_compile) -> x
+    latency_detail: dict[str, Any] = field(default_factory=dict)  # figures behind the latency (JSON-able)
+    roofline_fraction: float | None = None  # speed-of-light time / latency, at most 1
+    latency_gpu: str = ""  # the GPU measured on, or the profile modelled
 
     @property
     def ok(self) -> bool:

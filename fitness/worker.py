@@ -77,6 +77,9 @@ class Runner:
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         from fitness.worker_guard import CandidateGuard
 
+        if msg.get("reuse") and self.module is not None and self.module.__name__ == f"evo_candidate_{msg['name']}" \
+                and dict(msg.get("params", {})) == self.params:
+            return {"ok": True}  # the latency stage after equivalence: the same candidate is loaded
         self.unload()
         name = f"evo_candidate_{msg['name']}"
         path = os.path.join(self.dir, f"{name}.py")
@@ -167,8 +170,11 @@ def main() -> None:
     ap.add_argument("--fd-out", type=int, required=True)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--memory-mb", type=int, default=0)
+    ap.add_argument("--compile-only", action="store_true", help="cross-compiles kernels; runs none")
     args = ap.parse_args()
-    if args.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+    if args.compile_only and os.environ.get("TRITON_INTERPRET") == "1":
+        raise SystemExit("worker: a compile worker must not run under TRITON_INTERPRET=1")
+    if args.device == "cpu" and not args.compile_only and os.environ.get("TRITON_INTERPRET") != "1":
         raise SystemExit("worker: a CPU worker needs TRITON_INTERPRET=1 before triton is imported")
     import torch
     import triton  # noqa: F401  (paid once per worker)
@@ -178,7 +184,11 @@ def main() -> None:
     if args.memory_mb and args.device == "cpu":
         _set_memory_limit(args.memory_mb)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    from fitness.worker_ops import LatencyOps
+
+    gc.freeze()  # what the imports made is never garbage: keep each unload's collection cheap
     runner = Runner(args.device)
+    latency_ops = LatencyOps(runner)
     protocol.send(args.fd_out, {"op": "ready", "pid": os.getpid(), "torch": torch.__version__})
     while True:
         try:
@@ -193,6 +203,8 @@ def main() -> None:
         elif op == "unload":
             runner.unload()
             reply = {"ok": True}
+        elif op in latency_ops.names:
+            reply = latency_ops.handle(op, msg)
         elif op == "ping":
             reply = {"ok": True}
         elif op == "exit":

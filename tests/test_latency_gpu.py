@@ -1,0 +1,27 @@
+"""Measured latency on a real GPU (skipped without CUDA): the same path as `evo eval` on cuda."""
+
+from __future__ import annotations
+
+import pytest
+
+from evo.candidate import Candidate
+from evo.native_task import NativeTask
+from fitness.evaluate import EvalSettings, Evaluator
+from fitness.latency import LatencySettings
+from fitness.status import LatencySource
+
+from .conftest import ROOT, has_cuda
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_cuda(), reason="needs a CUDA device")]
+
+
+def test_the_known_better_softmax_measures_faster_than_its_seed_on_cuda():
+    task = NativeTask(ROOT / "tasks/softmax")
+    settings = EvalSettings(latency=LatencySettings(baselines=("seed", "torch")))
+    with Evaluator(task, settings, device="cuda") as ev:
+        r = ev.evaluate(Candidate.from_file(ROOT / "tasks/softmax/known_better.py"))
+    assert r.ok, r.reason
+    assert r.latency_source is LatencySource.CUDA and r.latency_ms is not None and r.latency_ms > 0
+    assert r.speedups["seed"] > 1.0 and "torch" in r.speedups
+    assert r.roofline_fraction is not None and 0 < r.roofline_fraction <= 1
+    assert r.latency_detail["reps"] >= 10 and r.latency_detail["baselines_ms"]["seed"] > r.latency_ms

@@ -1,0 +1,123 @@
+"""The latency model end to end (interpreter profile + cross-compile + roofline), on the CPU.
+
+Pairs whose order is not in doubt must come out in that order; the model must reject what it
+finds unsafe at bench size, and never needs a GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from evo.candidate import Candidate
+from evo.native_task import NativeTask
+from fitness.latency import LatencyMode, LatencySettings
+from fitness.model_latency import ModelLatency
+from fitness.sandbox import Worker, scrubbed_env
+from fitness.status import LatencySource, Status
+
+from .conftest import CANDIDATES, ROOT
+
+Model = Callable[[str], ModelLatency]
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[Model]:
+    """ModelLatency per library task, all sharing one interpreter and one compile worker."""
+    interp = Worker(device="cpu", memory_mb=4096)
+    compiler = Worker(compile_only=True, memory_mb=4096)
+    made: dict[str, ModelLatency] = {}
+
+    def get(name: str) -> ModelLatency:
+        if name not in made:
+            made[name] = ModelLatency(NativeTask(ROOT / "tasks" / name), LatencySettings(mode=LatencyMode.MODEL),
+                                      interp_worker=interp, compile_worker=compiler)
+        return made[name]
+
+    yield get
+    interp.close()
+    compiler.close()
+
+
+def seed(task: str, **params: object) -> Candidate:
+    return Candidate.from_file(ROOT / "tasks" / task / "seed.py", dict(params) or None)  # type: ignore[arg-type]
+
+
+def test_the_model_needs_no_gpu_and_compiles_without_the_interpreter():
+    compile_env = scrubbed_env("cpu", compile_only=True)
+    assert compile_env["CUDA_VISIBLE_DEVICES"] == "" and "TRITON_INTERPRET" not in compile_env
+    assert scrubbed_env("cpu")["TRITON_INTERPRET"] == "1"
+
+
+def test_one_pass_softmax_is_modelled_faster_than_three_passes(model: Model):
+    m = model("softmax")
+    three = m.measure(seed("softmax"))
+    one = m.measure(Candidate.from_file(ROOT / "tasks/softmax/known_better.py"))
+    assert three.status is Status.OK and one.status is Status.OK
+    assert three.source is LatencySource.MODEL and one.source is LatencySource.MODEL
+    assert one.latency_ms is not None and three.latency_ms is not None
+    assert one.latency_ms * 1.5 < three.latency_ms
+    assert one.speedups["seed"] == pytest.approx(three.latency_ms / one.latency_ms)
+    # the three-pass kernel reads its input three times: more L2 traffic for the same DRAM minimum
+    (l3,), (l1,) = three.detail["launches"], one.detail["launches"]
+    assert l3["l2_bytes"] >= 2 * l1["l2_bytes"]
+    assert one.roofline_fraction is not None and three.roofline_fraction is not None
+    assert 0 < three.roofline_fraction < one.roofline_fraction <= 1
+    assert one.detail["gpu"] == "h100" and one.detail["size"] == {"rows": 4096, "cols": 4096}
+
+
+def test_128x128_matmul_tiles_are_modelled_faster_than_16x16(model: Model):
+    m = model("matmul")
+    small = m.measure(seed("matmul"))
+    big = m.measure(seed("matmul", BM=128, BN=128, BK=32, num_warps=4, num_stages=3))
+    assert small.latency_ms is not None and big.latency_ms is not None
+    assert big.latency_ms * 3 < small.latency_ms
+    assert big.detail["launches"][0]["tensor_flops"] == 2 * 4096**3
+
+
+def test_a_grid_that_fills_the_sms_is_modelled_faster_than_a_handful_of_programs(model: Model):
+    m = model("vector_add")
+    few = m.measure(Candidate.from_file(CANDIDATES / "latency/add_programs.py", {"PROGRAMS": 4}))
+    many = m.measure(Candidate.from_file(CANDIDATES / "latency/add_programs.py", {"PROGRAMS": 1024}))
+    assert few.latency_ms is not None and many.latency_ms is not None
+    assert many.latency_ms * 5 < few.latency_ms
+    assert few.detail["launches"][0]["grid"] == [4, 1, 1]
+    assert few.detail["launches"][0]["bound"] == "latency"
+
+
+def test_a_spilling_config_is_modelled_slower_than_a_non_spilling_one(model: Model):
+    m = model("layernorm")
+    clean = m.measure(Candidate.from_file(CANDIDATES / "latency/layernorm_row.py"))
+    capped = m.measure(Candidate.from_file(CANDIDATES / "latency/layernorm_row.py", {"MAXNREG": 64}))
+    assert clean.detail["launches"][0]["spill_bytes"] == 0
+    assert capped.detail["launches"][0]["spill_bytes"] > 0
+    assert capped.latency_ms is not None and clean.latency_ms is not None
+    assert capped.latency_ms > 1.1 * clean.latency_ms
+
+
+def test_a_config_that_cannot_fit_the_target_is_a_compile_error(model: Model):
+    r = model("matmul").measure(seed("matmul", BM=256, BN=256, BK=128, num_warps=4, num_stages=4))
+    assert r.status is Status.COMPILE_ERROR
+    assert "shared memory" in r.reason and "H100" in r.reason
+
+
+def test_an_out_of_bounds_read_at_bench_size_is_unsafe(model: Model):
+    r = model("vector_add").measure(Candidate.from_file(CANDIDATES / "latency/oob_when_large.py"))
+    assert r.status is Status.UNSAFE
+    assert "outside every tensor argument" in r.reason and "line" in r.reason
+
+
+def test_addresses_that_depend_on_data_are_reported(model: Model):
+    r = model("vector_add").measure(Candidate.from_file(CANDIDATES / "latency/data_dependent_add.py"))
+    assert r.status is Status.OK and r.latency_ms is not None
+    assert any("depend on loaded data" in d and "line 13" in d for d in r.detail["data_dependent"])
+
+
+def test_the_model_is_deterministic(model: Model):
+    c = Candidate.from_file(ROOT / "tasks/reduction/known_better.py")
+    first = model("reduction").measure(c)
+    again = ModelLatency(NativeTask(ROOT / "tasks/reduction"), LatencySettings(),
+                         interp_worker=model("reduction").interp, compile_worker=model("reduction").compiler)
+    assert again.measure(c).latency_ms == first.latency_ms
+    assert [x["kernel"] for x in first.detail["launches"]] == ["_partial_sums", "_sum_partials"]
