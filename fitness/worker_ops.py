@@ -63,14 +63,21 @@ class LatencyOps:
         return dict(self._bench.handle(op, msg))
 
     def profile(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from fitness.worker import roomy_address_space
+
+        runner = self.runner
+        if runner.module is None:
+            return {"ok": False, "kind": "crash", "message": "no candidate loaded"}
+        with roomy_address_space():
+            return self._profile(msg)
+
+    def _profile(self, msg: dict[str, Any]) -> dict[str, Any]:
         from fitness.interp_hooks import DataDependentAccess, OutOfBounds
         from fitness.interp_profile import LaunchProfiler, ProfileSettings
         from fitness.worker import _describe
         from fitness.worker_guard import CandidateGuard
 
         runner = self.runner
-        if runner.module is None:
-            return {"ok": False, "kind": "crash", "message": "no candidate loaded"}
         start = time.perf_counter()
         try:
             ins, outs = self._bench_tensors(msg)
