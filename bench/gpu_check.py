@@ -109,6 +109,14 @@ def main(argv: list[str] | None = None) -> int:
     compiler = Worker(compile_only=True, memory_mb=args.memory_mb)
     rows: list[dict[str, Any]] = []
     failures: list[str] = []
+
+    def write() -> float:
+        elapsed = time.monotonic() - start
+        report = {"device": device_name, "model_target": target, "seconds": elapsed, "rows": rows,
+                  "failures": failures}
+        (out / "gpu_check.json").write_text(json.dumps(report, indent=1, default=str))
+        return elapsed
+
     try:
         for name in tasks:
             task = NativeTask(TASK_LIBRARY / name)
@@ -130,14 +138,13 @@ def main(argv: list[str] | None = None) -> int:
                     and better_row["measured_us"] >= seed_row["measured_us"]):
                 failures.append(f"{name}: known_better ({better_row['measured_us']:.1f} us) is not faster than "
                                 f"the seed ({seed_row['measured_us']:.1f} us)")
+            write()  # after every task: a run cut short keeps what it measured
     finally:
         for w in (cuda, interp, compiler):
             w.close()
-    elapsed = time.monotonic() - start
+    elapsed = write()
     print()
     print_table(rows)
-    report = {"device": device_name, "model_target": target, "seconds": elapsed, "rows": rows, "failures": failures}
-    (out / "gpu_check.json").write_text(json.dumps(report, indent=1, default=str))
     print(f"\ngpu_check: {len(rows)} evaluations in {elapsed:.0f} s; wrote {out / 'gpu_check.json'}")
     for f in failures:
         print(f"gpu_check: FAIL {f}")
