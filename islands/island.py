@@ -1,0 +1,412 @@
+"""One island: a population of evaluated kernels, its mutators, operator selection and RNG stream.
+
+Plain Python (no Ray, no I/O): `islands.actors` wraps it in an actor. One generation:
+1. draw `offspring` parents by tournament (DEAP `selTournament`);
+2. for each parent the operator policy picks a mutator, which proposes children (it may evaluate
+   candidates itself through the context, e.g. a STOKE chain's quick checks);
+3. children not already in the population are evaluated in full, as one batch, through the
+   injected `EvaluationService` (which never evaluates an id twice);
+4. each mutator observes the verdicts of its proposals, the policy the outcomes;
+5. replacement keeps the best `population` of parents and correct children (DEAP `selBest`),
+   one copy per candidate id; the hall of fame, statistics and logbook are DEAP's.
+The RNG stream is seeded from the campaign seed and the island index; it survives checkpoints, so a
+restored island proposes what the lost one would have, and the shared cache answers for free.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from deap import tools
+
+from evo.candidate import Candidate
+from evo.task import Task
+from fitness.status import Evaluation
+from islands.evaluation import FULL, EvalRequest, EvalResult, EvaluationService
+from islands.individual import Individual, Origin, Tier, same_id, speedup
+from islands.selection import OperatorPolicy, Outcome
+from mutators.base import EvaluateFn, MutationContext, Mutator, Proposal
+
+STATE_VERSION = 1
+
+
+class IslandError(RuntimeError):
+    """The island cannot go on (no correct candidate to breed from, a state from another island)."""
+
+
+@dataclass(frozen=True)
+class IslandSettings:
+    index: int
+    population: int
+    offspring: int
+    tournament_size: int
+    hall_of_fame: int = 5
+    recent_failures: int = 8  # failures shown to mutators (the LLM's "what went wrong")
+    hardware: str = ""
+
+
+@dataclass(frozen=True)
+class FailedProposal:
+    mutator: str
+    parents: tuple[str, ...]
+    error: str
+
+
+@dataclass
+class MutatorTally:
+    """Per-mutator figures for reports."""
+
+    proposals: int = 0
+    failed_proposals: int = 0  # no candidate came out (or the mutator raised)
+    duplicates: int = 0  # a candidate already in the population or batch
+    evaluated: int = 0
+    correct: int = 0
+    improved: int = 0  # faster than its parent
+    cost_s: float = 0.0
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class GenerationReport:
+    """What one generation (or the initial one, generation 0) did, for progress and budgets."""
+
+    island: int
+    generation: int
+    evaluations: int  # full evaluations run (cache hits excluded)
+    inner_evaluations: int  # evaluations run inside mutators (quick checks...)
+    cache_hits: int
+    proposals: int
+    duplicates: int
+    accepted: int  # children that entered the population
+    failures: dict[str, int]  # status -> count, among the evaluations run
+    failed_proposals: tuple[FailedProposal, ...]
+    population: int
+    best_id: str | None
+    best_latency_ms: float | None
+    best_latency_source: str  # "cuda" (measured), "model" (estimated) or "" (unknown)
+    seed_latency_ms: float | None
+    seed_ok: bool
+    seed_reason: str
+    llm_usd: float
+
+    @property
+    def best_speedup(self) -> float | None:
+        return speedup(self.seed_latency_ms, self.best_latency_ms)
+
+
+@dataclass
+class _Tally:
+    evaluations: int = 0
+    inner: int = 0
+    hits: int = 0
+    proposals: int = 0
+    duplicates: int = 0
+    accepted: int = 0
+    llm_usd: float = 0.0
+    failures: dict[str, int] = field(default_factory=dict)
+    failed_proposals: list[FailedProposal] = field(default_factory=list)
+
+
+@contextmanager
+def _as_global_random(rng: random.Random) -> Iterator[None]:
+    """DEAP's selectors draw from the `random` module; lend them this island's stream instead."""
+    saved = random.getstate()
+    random.setstate(rng.getstate())
+    try:
+        yield
+    finally:
+        rng.setstate(random.getstate())
+        random.setstate(saved)
+
+
+def mutator_names(mutators: Sequence[Mutator]) -> list[str]:
+    """Names for reports and lineage: the kind, numbered when a kind appears twice."""
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for m in mutators:
+        seen[m.kind] = seen.get(m.kind, 0) + 1
+        names.append(m.kind if seen[m.kind] == 1 else f"{m.kind}-{seen[m.kind]}")
+    return names
+
+
+def _latency(ind: Individual) -> float:
+    return float(ind.latency_ms) if ind.latency_ms is not None else float("inf")
+
+
+class Island:
+    """A population evolving by tournament selection, mutation and (mu + lambda) replacement."""
+
+    def __init__(
+        self, settings: IslandSettings, *, task: Task, mutators: Sequence[Mutator], policy: OperatorPolicy,
+        service: EvaluationService, seed: int,
+    ) -> None:
+        if not mutators:
+            raise IslandError("an island needs at least one mutator")
+        self.settings = settings
+        self.task = task
+        self.mutators = list(mutators)
+        self.names = mutator_names(self.mutators)
+        self.policy = policy
+        self.service = service
+        self.rng = random.Random(f"evo-island:{seed}:{settings.index}")
+        self.generation = 0
+        self.population: list[Individual] = []
+        self.seed: Individual | None = None
+        self.hof = tools.HallOfFame(settings.hall_of_fame, similar=same_id)
+        self.logbook = tools.Logbook()
+        self.stats = tools.Statistics(key=_latency)
+        for name, fn in (("min", np.min), ("median", np.median), ("max", np.max)):
+            self.stats.register(name, lambda xs, fn=fn: float(fn(xs)))  # plain floats: checkpoints are msgpack
+        self.recent_failures: deque[tuple[Proposal, Evaluation]] = deque(maxlen=settings.recent_failures)
+        self.tallies = {name: MutatorTally() for name in self.names}
+
+    # -- generations ---------------------------------------------------------------------------
+
+    def initialize(self, seed: Candidate) -> GenerationReport:
+        """Generation 0: the seed and up to `population - 1` distinct draws from its SPACE."""
+        tally = _Tally()
+        origin = Origin(mutator="seed", island=self.settings.index, generation=0)
+        [first] = self._evaluate([EvalRequest(seed, FULL, origin)], tally)
+        self.seed = Individual(seed, first.evaluation, origin)
+        if not self.seed.evaluation.ok:
+            return self._finish(tally)  # nothing to breed from; the report says why
+        draws = self._space_draws(seed, self.settings.population - 1)
+        results = self._evaluate([EvalRequest(c, FULL, origin) for c in draws], tally)
+        evaluated = [self.seed] + [Individual(c, r.evaluation, origin) for c, r in zip(draws, results)]
+        self.population = self._survivors([i for i in evaluated if i.evaluation.ok])
+        tally.accepted = len(self.population)
+        return self._finish(tally)
+
+    def step(self) -> GenerationReport:
+        """One generation; see the module docstring."""
+        if not self.population:
+            raise IslandError(f"island {self.settings.index} has no correct candidate to breed from")
+        self.generation += 1
+        tally = _Tally()
+        with _as_global_random(self.rng):
+            parents = tools.selTournament(self.population, self.settings.offspring, self.settings.tournament_size)
+        planned: list[tuple[int, Individual, Proposal]] = []
+        for parent in parents:
+            arm = self.policy.choose(self.rng)
+            planned.extend((arm, parent, p) for p in self._propose(arm, parent, tally))
+        batch = self._dedupe(planned, tally)
+        requests = [EvalRequest(p.candidate, FULL, self._origin(arm, parent, p))
+                    for arm, parent, p in (entries[0] for entries in batch.values()) if p.candidate is not None]
+        results = self._evaluate(requests, tally)
+        children = []
+        for request, result, entries in zip(requests, results, batch.values()):
+            child = Individual(request.candidate, result.evaluation, request.origin)
+            for arm, parent, p in entries:
+                self._observe(arm, parent, p, result.evaluation, duplicate=p is not entries[0][2],
+                              eval_s=result.seconds)
+            if child.evaluation.ok:
+                children.append(child)
+        before = {i.id for i in self.population}
+        self.population = self._survivors(self.population + children)
+        tally.accepted = sum(1 for i in self.population if i.id not in before)
+        return self._finish(tally)
+
+    def _propose(self, arm: int, parent: Individual, tally: _Tally) -> list[Proposal]:
+        name = self.names[arm]
+        ctx = MutationContext(
+            task=self.task, rng=self.rng, evaluate=self._inner_evaluate(arm, parent, tally),
+            elites=[i.scored for i in self.hof], recent_failures=list(self.recent_failures),
+            seed=self.seed.scored if self.seed else None, hardware=self.settings.hardware,
+        )
+        start = time.monotonic()
+        try:
+            proposals = list(self.mutators[arm].propose(parent.scored, ctx))
+        except Exception as e:  # a mutator's bug is reported like any failed proposal, never fatal
+            proposals = [Proposal(None, name, (parent.id,), error=f"{type(e).__name__}: {e}",
+                                  cost_s=time.monotonic() - start)]
+        tally.proposals += len(proposals)
+        return proposals
+
+    def _dedupe(
+        self, planned: list[tuple[int, Individual, Proposal]], tally: _Tally
+    ) -> dict[str, list[tuple[int, Individual, Proposal]]]:
+        """Group proposals by candidate id; settle failed ones and those already in the population."""
+        members = {i.id: i for i in self.population}
+        batch: dict[str, list[tuple[int, Individual, Proposal]]] = {}
+        for arm, parent, p in planned:
+            tally.llm_usd += p.cost_usd
+            if p.candidate is None:
+                tally.failed_proposals.append(FailedProposal(self.names[arm], p.parents or (parent.id,), p.error))
+                self.tallies[self.names[arm]].failed_proposals += 1
+                self._update_policy(arm, p, Outcome(False, None, p.cost_s, p.cost_usd, proposed=False))
+            elif p.candidate.id in members:
+                tally.duplicates += 1
+                self._observe(arm, parent, p, members[p.candidate.id].evaluation, duplicate=True, eval_s=0.0)
+            else:
+                if p.candidate.id in batch:
+                    tally.duplicates += 1
+                batch.setdefault(p.candidate.id, []).append((arm, parent, p))
+        return batch
+
+    def _observe(self, arm: int, parent: Individual, p: Proposal, ev: Evaluation, *, duplicate: bool,
+                 eval_s: float) -> None:
+        tallied = self.tallies[self.names[arm]]
+        try:
+            self.mutators[arm].observe(p, ev)
+        except Exception:
+            pass  # observing is feedback: a mutator's bug must not lose the verdict
+        child_latency = ev.latency_ms if ev.ok else None
+        gain = speedup(parent.latency_ms, child_latency)
+        outcome = Outcome(ev.ok, gain, p.cost_s + eval_s, p.cost_usd, duplicate=duplicate)
+        tallied.duplicates += int(duplicate)
+        if not duplicate:
+            tallied.evaluated += 1
+            tallied.correct += int(ev.ok)
+            tallied.improved += int(outcome.improved)
+            if not ev.ok:
+                self.recent_failures.append((p, ev))
+        self._update_policy(arm, p, outcome)
+
+    def _update_policy(self, arm: int, p: Proposal, outcome: Outcome) -> None:
+        tallied = self.tallies[self.names[arm]]
+        tallied.proposals += 1
+        tallied.cost_s += outcome.cost_s
+        tallied.cost_usd += outcome.cost_usd
+        self.policy.update(arm, outcome)
+
+    def _origin(self, arm: int, parent: Individual, p: Proposal) -> Origin:
+        return Origin(p.parents or (parent.id,), self.names[arm], self.settings.index, self.generation, p.note)
+
+    def _inner_evaluate(self, arm: int, parent: Individual, tally: _Tally) -> EvaluateFn:
+        def evaluate(candidate: Candidate, level: str) -> Evaluation:
+            origin = Origin((parent.id,), self.names[arm], self.settings.index, self.generation, "inner")
+            result = self.service.evaluate_many([EvalRequest(candidate, level, origin)])[0]
+            tally.inner += int(result.fresh)
+            tally.hits += int(not result.fresh)
+            return result.evaluation
+
+        return evaluate
+
+    def _evaluate(self, requests: list[EvalRequest], tally: _Tally) -> list[EvalResult]:
+        results = self.service.evaluate_many(requests) if requests else []
+        for r in results:
+            if r.fresh:
+                tally.evaluations += 1
+                if not r.evaluation.ok:
+                    status = r.evaluation.status.value
+                    tally.failures[status] = tally.failures.get(status, 0) + 1
+            else:
+                tally.hits += 1
+        return results
+
+    def _space_draws(self, seed: Candidate, n: int) -> list[Candidate]:
+        try:
+            space = seed.space()
+        except ValueError:
+            return []  # an unreadable SPACE is the lint stage's to report, on the seed itself
+        space = {k: v for k, v in space.items() if v}
+        out: dict[str, Candidate] = {seed.id: seed}
+        for _ in range(20 * n):
+            if len(out) > n or not space:
+                break
+            c = seed.with_params(**{k: self.rng.choice(v) for k, v in sorted(space.items())})
+            out.setdefault(c.id, c)
+        return [c for cid, c in out.items() if cid != seed.id][:n]
+
+    def _survivors(self, pool: Sequence[Individual]) -> list[Individual]:
+        unique: dict[str, Individual] = {}
+        for ind in pool:
+            unique.setdefault(ind.id, ind)  # incumbents first: on equal fitness they stay
+        return list(tools.selBest(list(unique.values()), self.settings.population))
+
+    def _finish(self, tally: _Tally) -> GenerationReport:
+        self.hof.update(self.population)
+        timed = [i for i in self.population if i.tier is Tier.TIMED]
+        record: dict[str, Any] = self.stats.compile(timed) if timed else {}
+        self.logbook.record(gen=self.generation, evals=tally.evaluations, inner=tally.inner, hits=tally.hits,
+                            pop=len(self.population), accepted=tally.accepted, **record)
+        best = self.best()
+        seed = self.seed
+        return GenerationReport(
+            island=self.settings.index, generation=self.generation, evaluations=tally.evaluations,
+            inner_evaluations=tally.inner, cache_hits=tally.hits, proposals=tally.proposals,
+            duplicates=tally.duplicates, accepted=tally.accepted, failures=dict(tally.failures),
+            failed_proposals=tuple(tally.failed_proposals), population=len(self.population),
+            best_id=best.id if best else None, best_latency_ms=best.latency_ms if best else None,
+            best_latency_source=best.evaluation.latency_source.value
+            if best and best.evaluation.latency_source and best.latency_ms is not None else "",
+            seed_latency_ms=seed.latency_ms if seed else None, seed_ok=bool(seed and seed.evaluation.ok),
+            seed_reason=seed.evaluation.reason if seed else "", llm_usd=tally.llm_usd,
+        )
+
+    # -- migration -----------------------------------------------------------------------------
+
+    def best(self) -> Individual | None:
+        return self.hof[0] if len(self.hof) else None
+
+    def emigrants(self, k: int) -> list[Individual]:
+        """The island's top `k` (copies travel; the island keeps its own)."""
+        return list(tools.selBest(self.population, k))
+
+    def immigrate(self, migrants: Sequence[Individual]) -> int:
+        """Admit correct migrants not already here; the worst make room. Returns how many stayed."""
+        members = {i.id for i in self.population}
+        newcomers = [m for m in migrants if m.evaluation.ok and m.id not in members]
+        self.population = self._survivors(self.population + newcomers)
+        self.hof.update(self.population)
+        return sum(1 for i in self.population if i.id not in members)
+
+    # -- checkpoints ---------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """Everything needed to continue exactly where this island is (msgpack-friendly)."""
+        version, internal, gauss = self.rng.getstate()
+        return {
+            "version": STATE_VERSION,
+            "index": self.settings.index,
+            "generation": self.generation,
+            "rng": [version, list(internal), gauss],
+            "population": [i.to_dict() for i in self.population],
+            "hall_of_fame": [i.to_dict() for i in self.hof],
+            "seed": self.seed.to_dict() if self.seed else None,
+            "logbook": [dict(row) for row in self.logbook],
+            # proposals' mutator-private `meta` is not kept: it need not be serializable
+            "recent_failures": [
+                {"candidate": p.candidate.to_dict() if p.candidate else None, "mutator": p.mutator,
+                 "parents": list(p.parents), "note": p.note, "error": p.error, "evaluation": ev.to_dict()}
+                for p, ev in self.recent_failures
+            ],
+            "mutators": {name: m.state() for name, m in zip(self.names, self.mutators)},
+            "policy": self.policy.state(),
+            "tallies": {name: vars(t).copy() for name, t in self.tallies.items()},
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Continue from `state()` of an island with the same index and mutators."""
+        if state.get("version") != STATE_VERSION:
+            raise IslandError(f"checkpoint version {state.get('version')} is not {STATE_VERSION}")
+        if state["index"] != self.settings.index:
+            raise IslandError(f"checkpoint of island {state['index']} given to island {self.settings.index}")
+        if set(state["mutators"]) != set(self.names):
+            raise IslandError(f"checkpoint mutators {sorted(state['mutators'])} differ from {sorted(self.names)}")
+        version, internal, gauss = state["rng"]
+        self.rng.setstate((version, tuple(internal), gauss))
+        self.generation = int(state["generation"])
+        self.population = [Individual.from_dict(d) for d in state["population"]]
+        self.seed = Individual.from_dict(state["seed"]) if state["seed"] else None
+        self.hof.clear()
+        self.hof.update([Individual.from_dict(d) for d in state["hall_of_fame"]])
+        self.logbook = tools.Logbook()
+        for row in state["logbook"]:
+            self.logbook.record(**row)
+        self.recent_failures.clear()
+        for f in state["recent_failures"]:
+            cand = Candidate.from_dict(f["candidate"]) if f["candidate"] else None
+            p = Proposal(cand, f["mutator"], tuple(f["parents"]), note=f["note"], error=f["error"])
+            self.recent_failures.append((p, Evaluation.from_dict(f["evaluation"])))
+        for name, m in zip(self.names, self.mutators):
+            m.load_state(state["mutators"][name])
+        self.policy.load_state(state["policy"])
+        self.tallies = {name: MutatorTally(**t) for name, t in state["tallies"].items()}
