@@ -66,7 +66,8 @@ class Campaign:
         self.specs: list[IslandSpec] = []
         self.stats = BrokerStats()
         self.device = ""
-        self.status, self.stop_reason = "running", ""
+        self.status, self.reason = "running", ""
+        self.summary: dict[str, Any] = {}
         self.t0 = time.monotonic()
 
     # -- start ---------------------------------------------------------------------------------
@@ -210,7 +211,7 @@ class Campaign:
         self.checkpointed = self.generation
         self._write_results()
 
-    def _stop_reason(self) -> str | None:
+    def stop_reason(self) -> str | None:
         b, t = self.cfg.budget, self._totals()
         if b.generations is not None and self.generation >= b.generations:
             return f"generation budget reached ({b.generations})"
@@ -236,38 +237,46 @@ class Campaign:
 
     # -- the run -------------------------------------------------------------------------------
 
+    def advance(self) -> None:
+        """One generation on every island (the first: the seed and draws from its SPACE)."""
+        if all(self.initialized):
+            self.generation += 1
+        reports = self._round(self.generation)
+        bad = next((r for r in reports if not r.seed_ok), None)
+        if bad is not None:
+            raise CampaignError(f"the task's seed kernel is rejected on {self.device}: {bad.seed_reason}")
+        self._after_generation()
+
     def run(self) -> dict[str, Any]:
+        """Start, advance until a budget is reached, finish; returns the summary."""
         try:
             self.start()
             if not all(self.initialized):
-                reports = self._round(self.generation)
-                bad = next((r for r in reports if not r.seed_ok), None)
-                if bad is not None:
-                    raise CampaignError(f"the task's seed kernel is rejected on {self.device}: {bad.seed_reason}")
-                self._after_generation()
-            while (reason := self._stop_reason()) is None:
-                self.generation += 1
-                self._round(self.generation)
-                self._after_generation()
-            self.status, self.stop_reason = "finished", reason
+                self.advance()
+            while (reason := self.stop_reason()) is None:
+                self.advance()
+            self.finish("finished", reason)
         except KeyboardInterrupt:
-            self.status, self.stop_reason = "interrupted", "interrupted; continue with --resume"
+            self.finish("interrupted", "interrupted; continue with --resume")
         except BaseException as e:
-            self.status, self.stop_reason = "failed", _last_line(e)
+            self.finish("failed", _last_line(e))
             raise
-        finally:
-            self._finish()
-        return self._summary(None)
+        return self.summary
 
-    def _finish(self) -> None:
+    def finish(self, status: str, reason: str) -> None:
+        """Write the final checkpoint (when finished), summary and stop event; end the actors."""
+        if self.status != "running":
+            return  # finished already (an error while finishing lands here a second time)
+        self.status, self.reason = status, reason
         try:
-            if self.status == "finished" and self.checkpointed != self.generation:
+            if status == "finished" and self.checkpointed != self.generation:
                 self._checkpoint()  # also writes the best kernel
             # when interrupted, islands may be mid-generation: the last checkpoint stands
-            self.store.write_summary(self._summary(None))
-            self.store.events.append({"kind": "stop", "status": self.status, "reason": self.stop_reason,
+            self.summary = self._summary(None)
+            self.store.write_summary(self.summary)
+            self.store.events.append({"kind": "stop", "status": status, "reason": reason,
                                       "generation": self.generation, "time": time.time()})
-            self.display.message(f"{self.status}: {self.stop_reason}; results in {self.store.path}")
+            self.display.message(f"{status}: {reason}; results in {self.store.path}")
         finally:
             self.display.close()
             self._shutdown()
@@ -283,7 +292,7 @@ class Campaign:
         previous = self.store.summary() or {}
         best_d = individual_summary(best, self.seed_latency_ms) if best else previous.get("best")
         return {
-            "name": self.cfg.name, "status": self.status, "stop_reason": self.stop_reason,
+            "name": self.cfg.name, "status": self.status, "stop_reason": self.reason,
             "task": self.p.task.name, "task_key": self.p.task.key, "device": self.device,
             "latency_source": self.latency_source or None, "generation": self.generation,
             "islands": len(self.rows), "evaluations": self.stats.evaluations,

@@ -144,7 +144,9 @@ class EvaluationBroker:
 
     async def _run(self, request: EvalRequest) -> tuple[Evaluation, float, str]:
         c, level = request.candidate, request.level
-        for attempt in (1, 2):
+        # an actor found dead may have died before this request (a lost node): try every evaluator
+        attempts = self.spec.count + 1
+        for attempt in range(1, attempts + 1):
             actor, info = await self.idle.get()
             start = time.monotonic()
             try:
@@ -165,7 +167,7 @@ class EvaluationBroker:
                 return failed(c, self.spec.task_key, self.device, level, Status.CRASH, reason), 0.0, info.name
             self.idle.put_nowait((actor, info))
             return evaluation, seconds, info.name
-        reason = "the evaluator actor died twice while evaluating this candidate (each was replaced)"
+        reason = f"evaluator actors died {attempts} times in a row on this candidate (each was replaced)"
         return failed(c, self.spec.task_key, self.device, level, Status.CRASH, reason), 0.0, ""
 
     async def _replace(self, dead: EvaluatorInfo, why: str) -> None:

@@ -147,3 +147,53 @@ def fake_mutator_factory(cfg: Any, *, run_dir: Path, seed: int) -> Mutator:
     if cfg.kind == "stoke":
         return SwapMutator()
     return FailingMutator()
+
+
+HANG_SOFTMAX = (CANDIDATES / "softmax" / "hang.py").read_text()
+SEGFAULT_SOFTMAX = (CANDIDATES / "softmax" / "segfault.py").read_text()
+ACTOR_HANG_MARK = "# evo-test: the evaluator actor hangs on this candidate"
+ACTOR_HANG_SOFTMAX = FASTER_SOFTMAX + "\n" + ACTOR_HANG_MARK + "\n"
+
+
+class FaultSwapMutator(Mutator):
+    """First call: proposes a kernel that hangs, one that segfaults, one that hangs the evaluator
+    actor itself, and the faster kernel; afterwards behaves like `ParamMutator`."""
+
+    kind = "faults"
+
+    def __init__(self) -> None:
+        self.fired = False
+        self.params = ParamMutator()
+
+    def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
+        if self.fired:
+            return self.params.propose(parent, ctx)
+        self.fired = True
+        return [Proposal(Candidate.from_source(src), self.kind, (parent.candidate.id,), note=note)
+                for note, src in (("hang", HANG_SOFTMAX), ("segfault", SEGFAULT_SOFTMAX),
+                                  ("actor-hang", ACTOR_HANG_SOFTMAX), ("faster", FASTER_SOFTMAX))]
+
+    def state(self) -> dict[str, Any]:
+        return {"fired": self.fired}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.fired = bool(state["fired"])
+
+
+class ActorHangEvaluator(FakeLatencyEvaluator):
+    """Like `FakeLatencyEvaluator`, but the evaluator itself hangs on a marked candidate."""
+
+    def evaluate(self, candidate: Candidate, *, level: str = "full") -> Evaluation:
+        if ACTOR_HANG_MARK in candidate.source:
+            import time
+
+            time.sleep(3600)
+        return super().evaluate(candidate, level=level)
+
+
+def fault_evaluator_factory(task: Task, settings: EvalSettings, device: str) -> ActorHangEvaluator:
+    return ActorHangEvaluator(task, settings, device)
+
+
+def fault_mutator_factory(cfg: Any, *, run_dir: Path, seed: int) -> Mutator:
+    return FaultSwapMutator() if cfg.kind == "stoke" else fake_mutator_factory(cfg, run_dir=run_dir, seed=seed)
