@@ -124,8 +124,12 @@ def connect_ray(cfg: Config) -> bool:
     quiet: dict[str, Any] = {"logging_level": logging.WARNING, "configure_logging": True}
     address = os.environ.get("RAY_ADDRESS")
     if address:
+        # under `ray job submit` the job's runtime_env already ships the code; a driver that joins a
+        # cluster by itself ships this project the same way, so actors on every node import it
+        in_job = "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ
+        runtime_env = None if in_job else {"working_dir": str(PROJECT_ROOT)}
         try:
-            ray.init(address=address, **quiet)
+            ray.init(address=address, runtime_env=runtime_env, **quiet)
         except Exception as e:
             raise CampaignError(f"cannot join the Ray cluster at RAY_ADDRESS={address}: {e}") from None
         return False

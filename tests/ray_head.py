@@ -71,12 +71,15 @@ class RayHead:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"ray start failed: {self.log.read_text()[-3000:]}")
+                tail = self.log.read_text()[-3000:]
+                self.stop()
+                raise RuntimeError(f"ray start failed: {tail}")
             if self._up():
                 return self
             time.sleep(0.5)
+        tail = self.log.read_text()[-3000:]
         self.stop()
-        raise RuntimeError(f"ray head not up within {timeout:.0f} s: {self.log.read_text()[-3000:]}")
+        raise RuntimeError(f"ray head not up within {timeout:.0f} s: {tail}")
 
     def _up(self) -> bool:
         if self.dashboard:
