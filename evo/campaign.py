@@ -22,7 +22,6 @@ from evo.campaign_setup import (
     CampaignHooks,
     Prepared,
     actor_timeout_s,
-    check_mutators,
     connect_ray,
     eval_settings,
     evaluator_plan,
@@ -73,7 +72,6 @@ class Campaign:
     # -- start ---------------------------------------------------------------------------------
 
     def start(self) -> None:
-        check_mutators(self.cfg, self.hooks.mutator_factory, self.store.path)
         self.started_ray = connect_ray(self.cfg)
         plan = evaluator_plan(self.cfg)
         task_spec = TaskSpec(self.cfg.task, str(self.p.config_dir))

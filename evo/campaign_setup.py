@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,8 +54,10 @@ def _dump(cfg: Config) -> dict[str, Any]:
     return cfg.model_dump(mode="json")
 
 
-def prepare(config_path: str | None, *, resume: str | None = None, output: str | None = None) -> Prepared:
-    """Load the config and task, and create (or reopen, for `resume`) the run directory."""
+def prepare(config_path: str | None, *, resume: str | None = None, output: str | None = None,
+            hooks: CampaignHooks | None = None) -> Prepared:
+    """Load the config and task, check the mutators build, and create (or reopen, for `resume`) the
+    run directory."""
     from evo.task_loader import build_task
 
     notes: list[str] = []
@@ -85,9 +88,16 @@ def prepare(config_path: str | None, *, resume: str | None = None, output: str |
     if not task.seed_source:
         raise ConfigError(f"task {task.name} has no seed candidate to start from (task.seed)")
     seed = Candidate.from_source(task.seed_source)
+    created = store is None
     if store is None:
         out = Path(output or cfg.output_dir).expanduser()
         store = RunStore.create(out.resolve(), cfg.name, _dump(cfg), config_dir=config_dir)
+    try:
+        check_mutators(cfg, (hooks or CampaignHooks()).mutator_factory, store.path)
+    except ConfigError:
+        if created:
+            shutil.rmtree(store.path, ignore_errors=True)  # nothing ran: leave no empty run behind
+        raise
     return Prepared(cfg, store, task, seed, config_dir, bool(resume), notes)
 
 

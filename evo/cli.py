@@ -114,8 +114,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if not args.config and not args.resume:
         raise UsageError("give a config file, or --resume RUN_DIR")
-    prepared = prepare(args.config, resume=args.resume, output=args.output)
     hooks = getattr(args, "hooks", None) or CampaignHooks()
+    prepared = prepare(args.config, resume=args.resume, output=args.output, hooks=hooks)
     summary = Campaign(prepared, hooks, make_display()).run()
     best = summary.get("best") or {}
     say(f"best {best.get('id')}: speedup {best.get('speedup_over_seed')} over the seed "

@@ -73,7 +73,7 @@ def write_config(tmp_path: Path, **overrides: object) -> Path:
 
 def campaign(config: Path, hooks: CampaignHooks = FAKE_HOOKS) -> tuple[Campaign, io.StringIO]:
     out = io.StringIO()
-    return Campaign(prepare(str(config)), hooks, PlainLog(out)), out
+    return Campaign(prepare(str(config), hooks=hooks), hooks, PlainLog(out)), out
 
 
 def history(run_dir: Path) -> list[dict]:
