@@ -106,8 +106,9 @@ class EvaluatorsConfig(Strict):
     actor_timeout_s: float | None = Field(default=None, gt=0)  # default: from evaluation.timeout_s
 
 
-class OperatorSelectionConfig(Strict):
-    """How an island picks the mutator for each parent: `fixed` draws by the mutators' weights."""
+class SelectionConfig(Strict):
+    """How an island picks the mutator for each parent: `fixed` draws by the mutators' weights.
+    (The mutators package brings UCB1 and Thompson sampling under the same key.)"""
 
     policy: Literal["fixed"] = "fixed"
 
@@ -140,7 +141,7 @@ class Config(Strict):
     islands: IslandsConfig = IslandsConfig()
     evaluators: EvaluatorsConfig = EvaluatorsConfig()
     mutators: list[MutatorConfig] = Field(default_factory=list)
-    operator_selection: OperatorSelectionConfig = OperatorSelectionConfig()
+    selection: SelectionConfig = SelectionConfig()
     budget: BudgetConfig = BudgetConfig()
     checkpoint_interval: int = Field(default=1, ge=1)  # generations between checkpoints
     output_dir: str = "runs"  # run directories go here (relative: to the working directory)

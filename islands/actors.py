@@ -22,8 +22,8 @@ from islands.broker import BrokerSpec, EvaluationBroker
 from islands.evaluation import EvalRequest, EvalResult
 from islands.evaluator_actor import TaskSpec
 from islands.individual import Individual
-from islands.island import GenerationReport, Island, IslandSettings, MutatorTally
-from islands.selection import build_policy
+from islands.island import GenerationReport, Island, IslandSettings, mutator_names
+from islands.selection import OperatorStats, build_selector
 from mutators.base import Mutator
 
 MutatorFactory = Callable[..., Mutator]  # (cfg, *, run_dir: Path, seed: int) -> Mutator
@@ -39,7 +39,7 @@ class IslandSpec:
     settings: IslandSettings
     task: TaskSpec
     mutators: tuple[Any, ...]  # mutators.config.MutatorConfig entries
-    policy: str
+    policy: str  # the `selection.policy` of the config
     seed: int
     run_dir: str
     mutator_factory: MutatorFactory
@@ -63,8 +63,8 @@ class IslandActor:
         i = spec.settings.index
         mutators = [spec.mutator_factory(cfg, run_dir=Path(spec.run_dir), seed=mutator_seed(spec.seed, i, j))
                     for j, cfg in enumerate(spec.mutators)]
-        policy = build_policy(spec.policy, [cfg.weight for cfg in spec.mutators])
-        self.island = Island(spec.settings, task=task, mutators=mutators, policy=policy,
+        weights = dict(zip(mutator_names(mutators), (cfg.weight for cfg in spec.mutators)))
+        self.island = Island(spec.settings, task=task, mutators=mutators, selector=build_selector(spec.policy, weights),
                              service=BrokerService(broker), seed=spec.seed)
         if state is not None:
             self.island.load_state(unpack(state))
@@ -90,8 +90,9 @@ class IslandActor:
     def best(self) -> Individual | None:
         return self.island.best()
 
-    def tallies(self) -> dict[str, MutatorTally]:
-        return dict(self.island.tallies)
+    def operator_table(self) -> dict[str, OperatorStats]:
+        """Per-mutator figures (pulls, proposals, valid, correct, improvements, cost)."""
+        return dict(self.island.selector.table)
 
     def pid(self) -> int:
         return os.getpid()

@@ -2,11 +2,12 @@
 
 Plain Python (no Ray, no I/O): `islands.actors` wraps it in an actor. One generation:
 1. draw `offspring` parents by tournament (DEAP `selTournament`);
-2. for each parent the operator policy picks a mutator, which proposes children (it may evaluate
-   candidates itself through the context, e.g. a STOKE chain's quick checks);
+2. for each parent the operator selector picks a mutator (one not exhausted), which proposes
+   children (it may evaluate candidates itself through the context, e.g. a STOKE chain's quick checks);
 3. children not already in the population are evaluated in full, as one batch, through the
    injected `EvaluationService` (which never evaluates an id twice);
-4. each mutator observes the verdicts of its proposals, the policy the outcomes;
+4. each mutator observes the verdicts of its proposals; the selector records each pull's outcomes
+   (a child already in the population counts as proposing nothing new);
 5. replacement keeps the best `population` of parents and correct children (DEAP `selBest`),
    one copy per candidate id; the hall of fame, statistics and logbook are DEAP's.
 The RNG stream is seeded from the campaign seed and the island index; it survives checkpoints, so a
@@ -31,7 +32,7 @@ from evo.task import Task
 from fitness.status import Evaluation
 from islands.evaluation import FULL, EvalRequest, EvalResult, EvaluationService
 from islands.individual import Individual, Origin, Tier, same_id, speedup
-from islands.selection import OperatorPolicy, Outcome
+from islands.selection import Outcome, Selector
 from mutators.base import EvaluateFn, MutationContext, Mutator, Proposal
 
 STATE_VERSION = 1
@@ -57,20 +58,6 @@ class FailedProposal:
     mutator: str
     parents: tuple[str, ...]
     error: str
-
-
-@dataclass
-class MutatorTally:
-    """Per-mutator figures for reports."""
-
-    proposals: int = 0
-    failed_proposals: int = 0  # no candidate came out (or the mutator raised)
-    duplicates: int = 0  # a candidate already in the population or batch
-    evaluated: int = 0
-    correct: int = 0
-    improved: int = 0  # faster than its parent
-    cost_s: float = 0.0
-    cost_usd: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -127,12 +114,14 @@ def _as_global_random(rng: random.Random) -> Iterator[None]:
 
 
 def mutator_names(mutators: Sequence[Mutator]) -> list[str]:
-    """Names for reports and lineage: the kind, numbered when a kind appears twice."""
+    """Names for reports, lineage and selection: the mutator's `name` (else its kind), numbered
+    when it repeats."""
     names: list[str] = []
     seen: dict[str, int] = {}
     for m in mutators:
-        seen[m.kind] = seen.get(m.kind, 0) + 1
-        names.append(m.kind if seen[m.kind] == 1 else f"{m.kind}-{seen[m.kind]}")
+        base = getattr(m, "name", "") or m.kind
+        seen[base] = seen.get(base, 0) + 1
+        names.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
     return names
 
 
@@ -144,7 +133,7 @@ class Island:
     """A population evolving by tournament selection, mutation and (mu + lambda) replacement."""
 
     def __init__(
-        self, settings: IslandSettings, *, task: Task, mutators: Sequence[Mutator], policy: OperatorPolicy,
+        self, settings: IslandSettings, *, task: Task, mutators: Sequence[Mutator], selector: Selector,
         service: EvaluationService, seed: int,
     ) -> None:
         if not mutators:
@@ -153,7 +142,8 @@ class Island:
         self.task = task
         self.mutators = list(mutators)
         self.names = mutator_names(self.mutators)
-        self.policy = policy
+        self.by_name = dict(zip(self.names, self.mutators))
+        self.selector = selector
         self.service = service
         self.rng = random.Random(f"evo-island:{seed}:{settings.index}")
         self.generation = 0
@@ -165,12 +155,11 @@ class Island:
         for name, fn in (("min", np.min), ("median", np.median), ("max", np.max)):
             self.stats.register(name, lambda xs, fn=fn: float(fn(xs)))  # plain floats: checkpoints are msgpack
         self.recent_failures: deque[tuple[Proposal, Evaluation]] = deque(maxlen=settings.recent_failures)
-        self.tallies = {name: MutatorTally() for name in self.names}
 
     # -- generations ---------------------------------------------------------------------------
 
     def initialize(self, seed: Candidate) -> GenerationReport:
-        """Generation 0: the seed and up to `population - 1` distinct draws from its SPACE."""
+        """Generation 0: the seed and, if it passes, up to `population - 1` distinct draws from its SPACE."""
         tally = _Tally()
         origin = Origin(mutator="seed", island=self.settings.index, generation=0)
         [first] = self._evaluate([EvalRequest(seed, FULL, origin)], tally)
@@ -192,96 +181,79 @@ class Island:
         tally = _Tally()
         with _as_global_random(self.rng):
             parents = tools.selTournament(self.population, self.settings.offspring, self.settings.tournament_size)
-        planned: list[tuple[int, Individual, Proposal]] = []
+        pulls: list[tuple[str, Individual, list[Proposal]]] = []
         for parent in parents:
-            arm = self.policy.choose(self.rng)
-            planned.extend((arm, parent, p) for p in self._propose(arm, parent, tally))
-        batch = self._dedupe(planned, tally)
-        requests = [EvalRequest(p.candidate, FULL, self._origin(arm, parent, p))
-                    for arm, parent, p in (entries[0] for entries in batch.values()) if p.candidate is not None]
-        results = self._evaluate(requests, tally)
-        children = []
-        for request, result, entries in zip(requests, results, batch.values()):
-            child = Individual(request.candidate, result.evaluation, request.origin)
-            for arm, parent, p in entries:
-                self._observe(arm, parent, p, result.evaluation, duplicate=p is not entries[0][2],
-                              eval_s=result.seconds)
-            if child.evaluation.ok:
-                children.append(child)
-        before = {i.id for i in self.population}
-        self.population = self._survivors(self.population + children)
-        tally.accepted = sum(1 for i in self.population if i.id not in before)
+            available = [n for n in self.names if not self._exhausted(n)]
+            if not available:
+                break  # every mutator is spent (e.g. an LLM budget): the population stands
+            name = self.selector.choose(self.rng, available)
+            pulls.append((name, parent, self._propose(name, parent, tally)))
+        # one full evaluation per new candidate id, all of them as one batch
+        members = {i.id: i for i in self.population}
+        first: dict[str, tuple[str, Individual, Proposal]] = {}
+        for name, parent, proposals in pulls:
+            for p in proposals:
+                if p.candidate is not None and p.candidate.id not in members:
+                    first.setdefault(p.candidate.id, (name, parent, p))
+        requests = [EvalRequest(p.candidate, FULL, self._origin(name, parent, p))
+                    for name, parent, p in first.values() if p.candidate is not None]
+        verdicts = {r.candidate.id: res.evaluation for r, res in zip(requests, self._evaluate(requests, tally))}
+        for name, parent, proposals in pulls:
+            self.selector.record(name, [self._settle(name, parent, p, members, verdicts, first, tally)
+                                        for p in proposals])
+        children = [Individual(r.candidate, verdicts[r.candidate.id], r.origin) for r in requests]
+        self.population = self._survivors(self.population + [c for c in children if c.evaluation.ok])
+        tally.accepted = sum(1 for i in self.population if i.id not in members)
         return self._finish(tally)
 
-    def _propose(self, arm: int, parent: Individual, tally: _Tally) -> list[Proposal]:
-        name = self.names[arm]
+    def _exhausted(self, name: str) -> bool:
+        exhausted = getattr(self.by_name[name], "exhausted", None)
+        return bool(exhausted()) if callable(exhausted) else False
+
+    def _propose(self, name: str, parent: Individual, tally: _Tally) -> list[Proposal]:
         ctx = MutationContext(
-            task=self.task, rng=self.rng, evaluate=self._inner_evaluate(arm, parent, tally),
+            task=self.task, rng=self.rng, evaluate=self._inner_evaluate(name, parent, tally),
             elites=[i.scored for i in self.hof], recent_failures=list(self.recent_failures),
             seed=self.seed.scored if self.seed else None, hardware=self.settings.hardware,
         )
         start = time.monotonic()
         try:
-            proposals = list(self.mutators[arm].propose(parent.scored, ctx))
+            proposals = list(self.by_name[name].propose(parent.scored, ctx))
         except Exception as e:  # a mutator's bug is reported like any failed proposal, never fatal
             proposals = [Proposal(None, name, (parent.id,), error=f"{type(e).__name__}: {e}",
                                   cost_s=time.monotonic() - start)]
         tally.proposals += len(proposals)
+        tally.llm_usd += sum(p.cost_usd for p in proposals)
         return proposals
 
-    def _dedupe(
-        self, planned: list[tuple[int, Individual, Proposal]], tally: _Tally
-    ) -> dict[str, list[tuple[int, Individual, Proposal]]]:
-        """Group proposals by candidate id; settle failed ones and those already in the population."""
-        members = {i.id: i for i in self.population}
-        batch: dict[str, list[tuple[int, Individual, Proposal]]] = {}
-        for arm, parent, p in planned:
-            tally.llm_usd += p.cost_usd
-            if p.candidate is None:
-                tally.failed_proposals.append(FailedProposal(self.names[arm], p.parents or (parent.id,), p.error))
-                self.tallies[self.names[arm]].failed_proposals += 1
-                self._update_policy(arm, p, Outcome(False, None, p.cost_s, p.cost_usd, proposed=False))
-            elif p.candidate.id in members:
-                tally.duplicates += 1
-                self._observe(arm, parent, p, members[p.candidate.id].evaluation, duplicate=True, eval_s=0.0)
-            else:
-                if p.candidate.id in batch:
-                    tally.duplicates += 1
-                batch.setdefault(p.candidate.id, []).append((arm, parent, p))
-        return batch
-
-    def _observe(self, arm: int, parent: Individual, p: Proposal, ev: Evaluation, *, duplicate: bool,
-                 eval_s: float) -> None:
-        tallied = self.tallies[self.names[arm]]
+    def _settle(
+        self, name: str, parent: Individual, p: Proposal, members: dict[str, Individual],
+        verdicts: dict[str, Evaluation], first: dict[str, tuple[str, Individual, Proposal]], tally: _Tally,
+    ) -> Outcome:
+        """Feed one proposal's verdict back to its mutator; its outcome for the selector."""
+        if p.candidate is None:
+            tally.failed_proposals.append(FailedProposal(name, p.parents or (parent.id,), p.error))
+            return Outcome.of(p, None, parent.latency_ms)
+        cid = p.candidate.id
+        evaluation = members[cid].evaluation if cid in members else verdicts[cid]
         try:
-            self.mutators[arm].observe(p, ev)
+            self.by_name[name].observe(p, evaluation)
         except Exception:
             pass  # observing is feedback: a mutator's bug must not lose the verdict
-        child_latency = ev.latency_ms if ev.ok else None
-        gain = speedup(parent.latency_ms, child_latency)
-        outcome = Outcome(ev.ok, gain, p.cost_s + eval_s, p.cost_usd, duplicate=duplicate)
-        tallied.duplicates += int(duplicate)
-        if not duplicate:
-            tallied.evaluated += 1
-            tallied.correct += int(ev.ok)
-            tallied.improved += int(outcome.improved)
-            if not ev.ok:
-                self.recent_failures.append((p, ev))
-        self._update_policy(arm, p, outcome)
+        duplicate = cid in members or first[cid][2] is not p
+        if duplicate:
+            tally.duplicates += 1
+            return Outcome(True, evaluation.ok, parent.latency_ms, None, p.cost_s, p.cost_usd)
+        if not evaluation.ok:
+            self.recent_failures.append((p, evaluation))
+        return Outcome.of(p, evaluation, parent.latency_ms)
 
-    def _update_policy(self, arm: int, p: Proposal, outcome: Outcome) -> None:
-        tallied = self.tallies[self.names[arm]]
-        tallied.proposals += 1
-        tallied.cost_s += outcome.cost_s
-        tallied.cost_usd += outcome.cost_usd
-        self.policy.update(arm, outcome)
+    def _origin(self, name: str, parent: Individual, p: Proposal) -> Origin:
+        return Origin(p.parents or (parent.id,), name, self.settings.index, self.generation, p.note)
 
-    def _origin(self, arm: int, parent: Individual, p: Proposal) -> Origin:
-        return Origin(p.parents or (parent.id,), self.names[arm], self.settings.index, self.generation, p.note)
-
-    def _inner_evaluate(self, arm: int, parent: Individual, tally: _Tally) -> EvaluateFn:
+    def _inner_evaluate(self, name: str, parent: Individual, tally: _Tally) -> EvaluateFn:
         def evaluate(candidate: Candidate, level: str) -> Evaluation:
-            origin = Origin((parent.id,), self.names[arm], self.settings.index, self.generation, "inner")
+            origin = Origin((parent.id,), name, self.settings.index, self.generation, "inner")
             result = self.service.evaluate_many([EvalRequest(candidate, level, origin)])[0]
             tally.inner += int(result.fresh)
             tally.hits += int(not result.fresh)
@@ -379,8 +351,7 @@ class Island:
                 for p, ev in self.recent_failures
             ],
             "mutators": {name: m.state() for name, m in zip(self.names, self.mutators)},
-            "policy": self.policy.state(),
-            "tallies": {name: vars(t).copy() for name, t in self.tallies.items()},
+            "selector": self.selector.state(),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -408,5 +379,4 @@ class Island:
             self.recent_failures.append((p, Evaluation.from_dict(f["evaluation"])))
         for name, m in zip(self.names, self.mutators):
             m.load_state(state["mutators"][name])
-        self.policy.load_state(state["policy"])
-        self.tallies = {name: MutatorTally(**t) for name, t in state["tallies"].items()}
+        self.selector.load_state(state["selector"])

@@ -76,6 +76,7 @@ class ParamMutator(Mutator):
     """Moves one meta-parameter to another value of the candidate's SPACE."""
 
     kind = "params"
+    name = "params"
 
     def __init__(self) -> None:
         self.observed = 0
@@ -103,6 +104,7 @@ class SwapMutator(Mutator):
     """Swaps in a known kernel (the faster one-pass softmax by default), after a quick check."""
 
     kind = "swap"
+    name = "swap"
 
     def __init__(self, source: str = FASTER_SOFTMAX, *, quick_check: bool = True) -> None:
         self.source = source
@@ -121,6 +123,7 @@ class FailingMutator(Mutator):
     """Fails every way a mutator can: no candidate, or an exception."""
 
     kind = "failing"
+    name = "failing"
 
     def __init__(self, *, raises: bool = False) -> None:
         self.raises = raises
@@ -135,6 +138,7 @@ class EchoMutator(Mutator):
     """Proposes the parent itself: a duplicate every time."""
 
     kind = "echo"
+    name = "echo"
 
     def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
         return [Proposal(parent.candidate, self.kind, (parent.candidate.id,))]
@@ -160,6 +164,7 @@ class FaultSwapMutator(Mutator):
     actor itself, and the faster kernel; afterwards behaves like `ParamMutator`."""
 
     kind = "faults"
+    name = "faults"
 
     def __init__(self) -> None:
         self.fired = False

@@ -11,7 +11,7 @@ from evo.run_store import pack, unpack
 from fitness.status import Evaluation, LatencySource, Status
 from islands.evaluation import EvalCache, EvalRecord, LocalEvaluationService
 from islands.individual import Individual, Origin, Tier
-from islands.island import Island, IslandError, IslandSettings
+from islands.island import Island, IslandError, IslandSettings, mutator_names
 from islands.selection import FixedWeights
 
 from .islands_fakes import (
@@ -30,8 +30,8 @@ def make_island(task, mutators, *, index=0, seed=0, evaluate=None, history=None,
     evaluate = evaluate or FakeEvaluate(task.key)
     service = LocalEvaluationService(evaluate, task_key=task.key, device="cpu", history=history, cache=cache)
     settings = IslandSettings(index=index, population=population, offspring=offspring, tournament_size=2)
-    policy = FixedWeights(weights or [1.0] * len(mutators))
-    return Island(settings, task=task, mutators=mutators, policy=policy, service=service, seed=seed), evaluate
+    selector = FixedWeights(dict(zip(mutator_names(mutators), weights or [1.0] * len(mutators))))
+    return Island(settings, task=task, mutators=mutators, selector=selector, service=service, seed=seed), evaluate
 
 
 @pytest.fixture
@@ -94,7 +94,8 @@ def test_a_failing_mutator_is_reported_and_the_island_goes_on(softmax_task, seed
     failed = [f for r in reports for f in r.failed_proposals]
     assert failed and all(f.mutator == "failing" for f in failed)
     assert ("the fake mutator broke" if raises else "could not be applied") in failed[0].error
-    assert island.tallies["failing"].failed_proposals == len(failed)
+    stats = island.selector.table["failing"]
+    assert stats.proposals == len(failed) and stats.valid == 0 and stats.pulls >= len(failed)
     if not raises:
         assert sum(r.llm_usd for r in reports) == pytest.approx(0.25 * len(failed))
 
@@ -222,3 +223,27 @@ def test_an_island_with_real_evaluations_adopts_the_faster_kernel(softmax_task, 
     statuses = {r.origin.mutator: r.evaluation.status for r in records if r.origin.generation > 0}
     assert statuses == {"swap": Status.OK, "swap-2": Status.WRONG_OUTPUT}
     assert island.best().candidate.source.startswith('"""Correct: the whole row in one block')
+
+
+def test_the_selector_records_each_pull_and_a_duplicate_is_no_improvement(softmax_task, seed):
+    island, _ = make_island(softmax_task, [SwapMutator(quick_check=False), EchoMutator()], population=3)
+    island.initialize(seed)
+    for _ in range(3):
+        island.step()
+    swap, echo = island.selector.table["swap"], island.selector.table["echo"]
+    assert swap.pulls + echo.pulls == 3 * 4  # offspring parents per generation, one pull each
+    assert swap.improvements == 1  # the faster kernel, once: later swaps re-propose a resident
+    assert echo.pulls == 0 or (echo.correct == echo.proposals and echo.improvements == 0)
+
+
+def test_an_exhausted_mutator_is_not_chosen(softmax_task, seed):
+    class Spent(ParamMutator):
+        name = "spent"
+
+        def exhausted(self) -> bool:
+            return True
+
+    island, _ = make_island(softmax_task, [Spent(), SwapMutator(quick_check=False)], weights=[100.0, 1.0])
+    island.initialize(seed)
+    island.step()
+    assert island.selector.table["spent"].pulls == 0 and island.selector.table["swap"].pulls == 4
