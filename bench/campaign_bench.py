@@ -114,7 +114,7 @@ def direct_seconds_per_evaluation(run_dir: Path, task_name: str) -> tuple[float,
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--task", default="softmax")
-    ap.add_argument("--generations", type=int, default=4)
+    ap.add_argument("--generations", type=int, default=6)
     args = ap.parse_args()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a local bench: no token file in the home directory
     import ray
@@ -122,6 +122,7 @@ def main() -> None:
     ray.init(address="local", num_cpus=max(os.cpu_count() or 1, 2), include_dashboard=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}},
              logging_level=logging.ERROR)
+    load = os.getloadavg()[0]
     try:
         with tempfile.TemporaryDirectory(prefix="evo-bench-") as tmp:
             results = [run_campaign(args.task, n, args.generations, Path(tmp)) for n in (1, 2)]
@@ -130,7 +131,8 @@ def main() -> None:
                       f"-> {r.per_second:.2f} evaluations/s (evaluator busy {r.busy_s:.1f} s)")
             one, two = results
             print(f"2 vs 1 evaluator actors: {two.per_second / one.per_second:.2f}x evaluations/s "
-                  f"({os.cpu_count()} CPU cores)")
+                  f"({os.cpu_count()} CPU cores; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after: "
+                  "other work on the machine takes cores from the evaluators)")
             direct, n = direct_seconds_per_evaluation(one.run_dir, args.task)
             per_eval = one.seconds / max(one.evaluations, 1)
             print(f"bare Evaluator: {direct * 1000:.0f} ms/evaluation ({n} candidates); campaign with 1 evaluator: "

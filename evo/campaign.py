@@ -32,8 +32,9 @@ from islands.actors import IslandSpec, start_broker, start_island
 from islands.broker import BrokerSpec, BrokerStats
 from islands.evaluator_actor import EvaluatorSpec, TaskSpec
 from islands.individual import Individual
-from islands.island import GenerationReport, IslandSettings
+from islands.island import IslandSettings
 from islands.migration import route, targets
+from islands.report import GenerationReport
 
 MAX_RESTORES_PER_ROUND = 3
 

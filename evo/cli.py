@@ -118,8 +118,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     prepared = prepare(args.config, resume=args.resume, output=args.output, hooks=hooks)
     summary = Campaign(prepared, hooks, make_display()).run()
     best = summary.get("best") or {}
-    say(f"best {best.get('id')}: speedup {best.get('speedup_over_seed')} over the seed "
-        f"({best.get('latency_source') or 'no latency'}), {summary['evaluations']} evaluations")
+    fast = best.get("speedup_over_seed")
+    gain = f"{fast:.2f}x the seed ({best.get('latency_source')})" if fast else "speedup unknown (no latency measured)"
+    say(f"best kernel {best.get('id')}: {gain}; {summary['evaluations']} evaluations in {summary['wall_time_s']:.0f} s")
     print(json.dumps({k: summary[k] for k in ("status", "stop_reason", "run_dir", "evaluations")} |
                      {"best_speedup": best.get("speedup_over_seed"), "best_id": best.get("id")}))
     return 0 if summary["status"] == "finished" else 1

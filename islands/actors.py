@@ -22,7 +22,8 @@ from islands.broker import BrokerSpec, EvaluationBroker
 from islands.evaluation import EvalRequest, EvalResult
 from islands.evaluator_actor import TaskSpec
 from islands.individual import Individual
-from islands.island import GenerationReport, Island, IslandSettings, mutator_names
+from islands.island import Island, IslandSettings, mutator_names
+from islands.report import GenerationReport
 from islands.selection import OperatorStats, build_selector
 from mutators.base import Mutator
 

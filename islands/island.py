@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,16 +30,16 @@ from deap import tools
 from evo.candidate import Candidate
 from evo.task import Task
 from fitness.status import Evaluation
+from islands.checkpoint import island_state, load_island_state
 from islands.evaluation import FULL, EvalRequest, EvalResult, EvaluationService
-from islands.individual import Individual, Origin, Tier, same_id, speedup
+from islands.individual import Individual, Origin, Tier, same_id
+from islands.report import FailedProposal, GenerationReport, Tally
 from islands.selection import Outcome, Selector
 from mutators.base import EvaluateFn, MutationContext, Mutator, Proposal
 
-STATE_VERSION = 1
-
 
 class IslandError(RuntimeError):
-    """The island cannot go on (no correct candidate to breed from, a state from another island)."""
+    """The island cannot go on (no correct candidate to breed from)."""
 
 
 @dataclass(frozen=True)
@@ -51,54 +51,6 @@ class IslandSettings:
     hall_of_fame: int = 5
     recent_failures: int = 8  # failures shown to mutators (the LLM's "what went wrong")
     hardware: str = ""
-
-
-@dataclass(frozen=True)
-class FailedProposal:
-    mutator: str
-    parents: tuple[str, ...]
-    error: str
-
-
-@dataclass(frozen=True)
-class GenerationReport:
-    """What one generation (or the initial one, generation 0) did, for progress and budgets."""
-
-    island: int
-    generation: int
-    evaluations: int  # full evaluations run (cache hits excluded)
-    inner_evaluations: int  # evaluations run inside mutators (quick checks...)
-    cache_hits: int
-    proposals: int
-    duplicates: int
-    accepted: int  # children that entered the population
-    failures: dict[str, int]  # status -> count, among the evaluations run
-    failed_proposals: tuple[FailedProposal, ...]
-    population: int
-    best_id: str | None
-    best_latency_ms: float | None
-    best_latency_source: str  # "cuda" (measured), "model" (estimated) or "" (unknown)
-    seed_latency_ms: float | None
-    seed_ok: bool
-    seed_reason: str
-    llm_usd: float
-
-    @property
-    def best_speedup(self) -> float | None:
-        return speedup(self.seed_latency_ms, self.best_latency_ms)
-
-
-@dataclass
-class _Tally:
-    evaluations: int = 0
-    inner: int = 0
-    hits: int = 0
-    proposals: int = 0
-    duplicates: int = 0
-    accepted: int = 0
-    llm_usd: float = 0.0
-    failures: dict[str, int] = field(default_factory=dict)
-    failed_proposals: list[FailedProposal] = field(default_factory=list)
 
 
 @contextmanager
@@ -160,7 +112,7 @@ class Island:
 
     def initialize(self, seed: Candidate) -> GenerationReport:
         """Generation 0: the seed and, if it passes, up to `population - 1` distinct draws from its SPACE."""
-        tally = _Tally()
+        tally = Tally()
         origin = Origin(mutator="seed", island=self.settings.index, generation=0)
         [first] = self._evaluate([EvalRequest(seed, FULL, origin)], tally)
         self.seed = Individual(seed, first.evaluation, origin)
@@ -178,7 +130,7 @@ class Island:
         if not self.population:
             raise IslandError(f"island {self.settings.index} has no correct candidate to breed from")
         self.generation += 1
-        tally = _Tally()
+        tally = Tally()
         with _as_global_random(self.rng):
             parents = tools.selTournament(self.population, self.settings.offspring, self.settings.tournament_size)
         pulls: list[tuple[str, Individual, list[Proposal]]] = []
@@ -210,7 +162,7 @@ class Island:
         exhausted = getattr(self.by_name[name], "exhausted", None)
         return bool(exhausted()) if callable(exhausted) else False
 
-    def _propose(self, name: str, parent: Individual, tally: _Tally) -> list[Proposal]:
+    def _propose(self, name: str, parent: Individual, tally: Tally) -> list[Proposal]:
         ctx = MutationContext(
             task=self.task, rng=self.rng, evaluate=self._inner_evaluate(name, parent, tally),
             elites=[i.scored for i in self.hof], recent_failures=list(self.recent_failures),
@@ -228,7 +180,7 @@ class Island:
 
     def _settle(
         self, name: str, parent: Individual, p: Proposal, members: dict[str, Individual],
-        verdicts: dict[str, Evaluation], first: dict[str, tuple[str, Individual, Proposal]], tally: _Tally,
+        verdicts: dict[str, Evaluation], first: dict[str, tuple[str, Individual, Proposal]], tally: Tally,
     ) -> Outcome:
         """Feed one proposal's verdict back to its mutator; its outcome for the selector."""
         if p.candidate is None:
@@ -251,7 +203,7 @@ class Island:
     def _origin(self, name: str, parent: Individual, p: Proposal) -> Origin:
         return Origin(p.parents or (parent.id,), name, self.settings.index, self.generation, p.note)
 
-    def _inner_evaluate(self, name: str, parent: Individual, tally: _Tally) -> EvaluateFn:
+    def _inner_evaluate(self, name: str, parent: Individual, tally: Tally) -> EvaluateFn:
         def evaluate(candidate: Candidate, level: str) -> Evaluation:
             origin = Origin((parent.id,), name, self.settings.index, self.generation, "inner")
             result = self.service.evaluate_many([EvalRequest(candidate, level, origin)])[0]
@@ -261,7 +213,7 @@ class Island:
 
         return evaluate
 
-    def _evaluate(self, requests: list[EvalRequest], tally: _Tally) -> list[EvalResult]:
+    def _evaluate(self, requests: list[EvalRequest], tally: Tally) -> list[EvalResult]:
         results = self.service.evaluate_many(requests) if requests else []
         for r in results:
             if r.fresh:
@@ -293,7 +245,7 @@ class Island:
             unique.setdefault(ind.id, ind)  # incumbents first: on equal fitness they stay
         return list(tools.selBest(list(unique.values()), self.settings.population))
 
-    def _finish(self, tally: _Tally) -> GenerationReport:
+    def _finish(self, tally: Tally) -> GenerationReport:
         self.hof.update(self.population)
         timed = [i for i in self.population if i.tier is Tier.TIMED]
         record: dict[str, Any] = self.stats.compile(timed) if timed else {}
@@ -334,49 +286,8 @@ class Island:
 
     def state(self) -> dict[str, Any]:
         """Everything needed to continue exactly where this island is (msgpack-friendly)."""
-        version, internal, gauss = self.rng.getstate()
-        return {
-            "version": STATE_VERSION,
-            "index": self.settings.index,
-            "generation": self.generation,
-            "rng": [version, list(internal), gauss],
-            "population": [i.to_dict() for i in self.population],
-            "hall_of_fame": [i.to_dict() for i in self.hof],
-            "seed": self.seed.to_dict() if self.seed else None,
-            "logbook": [dict(row) for row in self.logbook],
-            # proposals' mutator-private `meta` is not kept: it need not be serializable
-            "recent_failures": [
-                {"candidate": p.candidate.to_dict() if p.candidate else None, "mutator": p.mutator,
-                 "parents": list(p.parents), "note": p.note, "error": p.error, "evaluation": ev.to_dict()}
-                for p, ev in self.recent_failures
-            ],
-            "mutators": {name: m.state() for name, m in zip(self.names, self.mutators)},
-            "selector": self.selector.state(),
-        }
+        return island_state(self)
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Continue from `state()` of an island with the same index and mutators."""
-        if state.get("version") != STATE_VERSION:
-            raise IslandError(f"checkpoint version {state.get('version')} is not {STATE_VERSION}")
-        if state["index"] != self.settings.index:
-            raise IslandError(f"checkpoint of island {state['index']} given to island {self.settings.index}")
-        if set(state["mutators"]) != set(self.names):
-            raise IslandError(f"checkpoint mutators {sorted(state['mutators'])} differ from {sorted(self.names)}")
-        version, internal, gauss = state["rng"]
-        self.rng.setstate((version, tuple(internal), gauss))
-        self.generation = int(state["generation"])
-        self.population = [Individual.from_dict(d) for d in state["population"]]
-        self.seed = Individual.from_dict(state["seed"]) if state["seed"] else None
-        self.hof.clear()
-        self.hof.update([Individual.from_dict(d) for d in state["hall_of_fame"]])
-        self.logbook = tools.Logbook()
-        for row in state["logbook"]:
-            self.logbook.record(**row)
-        self.recent_failures.clear()
-        for f in state["recent_failures"]:
-            cand = Candidate.from_dict(f["candidate"]) if f["candidate"] else None
-            p = Proposal(cand, f["mutator"], tuple(f["parents"]), note=f["note"], error=f["error"])
-            self.recent_failures.append((p, Evaluation.from_dict(f["evaluation"])))
-        for name, m in zip(self.names, self.mutators):
-            m.load_state(state["mutators"][name])
-        self.selector.load_state(state["selector"])
+        load_island_state(self, state)

@@ -9,6 +9,7 @@ import pytest
 from evo.candidate import Candidate
 from evo.run_store import pack, unpack
 from fitness.status import Evaluation, LatencySource, Status
+from islands.checkpoint import CheckpointError
 from islands.evaluation import EvalCache, EvalRecord, LocalEvaluationService
 from islands.individual import Individual, Origin, Tier
 from islands.island import Island, IslandError, IslandSettings, mutator_names
@@ -153,7 +154,7 @@ def test_a_checkpoint_of_another_island_is_refused(softmax_task, seed):
     a, _ = make_island(softmax_task, [ParamMutator()], index=0)
     a.initialize(seed)
     b, _ = make_island(softmax_task, [ParamMutator()], index=1)
-    with pytest.raises(IslandError, match="checkpoint of island 0 given to island 1"):
+    with pytest.raises(CheckpointError, match="checkpoint of island 0 given to island 1"):
         b.load_state(a.state())
 
 
