@@ -5,9 +5,10 @@ and the overhead of islands, broker and driver per evaluation.
 
 Each campaign runs on an embedded local Ray with real evaluations (lint + equivalence in worker
 subprocesses) of candidates drawn from the seed's SPACE by a bench-only mutator (no search: the
-point is the plumbing). Generation 0 (which also starts the workers) is not timed. The overhead is
-the campaign's wall time per evaluation with one evaluator minus the time the same candidates take
-in a bare in-process `Evaluator`.
+point is the plumbing). Generation 0 (which also starts the workers) is not timed. The overhead of
+the machinery is the time the single evaluator of the 1-evaluator campaign spends waiting for work
+(wall time minus its busy time), per evaluation; the cost of the actor wrapper itself is measured by
+evaluating the same candidates alternately in an evaluator actor and in a bare `Evaluator`.
 """
 
 from __future__ import annotations
@@ -95,20 +96,39 @@ def run_campaign(task: str, evaluators: int, generations: int, out: Path) -> Mea
                     campaign.store.path)
 
 
-def direct_seconds_per_evaluation(run_dir: Path, task_name: str) -> tuple[float, int]:
-    """The same candidates (those evaluated after generation 0) in a bare in-process Evaluator."""
+def actor_vs_bare(run_dir: Path, task_name: str) -> tuple[float, float, int]:
+    """Seconds per evaluation of the same candidates (those evaluated after generation 0) in an
+    evaluator actor and in a bare in-process `Evaluator`, alternating one and the other so that other
+    load on the machine hits both alike."""
+    import ray
+
+    from evo.config import TaskConfig
     from evo.native_task import TASK_LIBRARY, NativeTask
-    from fitness.evaluate import Evaluator
+    from fitness.evaluate import EvalSettings, Evaluator
+    from islands.evaluator_actor import EvaluatorSpec, TaskSpec, evaluator_actor_class
 
     records = [r for r in MsgpackLog(run_dir / "history.msgpack").read()
                if r["kind"] == "evaluation" and r["origin"]["generation"] > 0]
     candidates = [Candidate.from_dict(r["candidate"]) for r in records]
-    with Evaluator(NativeTask(TASK_LIBRARY / task_name)) as ev:
-        ev.evaluate(Candidate.from_source(ev.task.seed_source or ""))  # start the worker: not timed
-        start = time.monotonic()
+    task = NativeTask(TASK_LIBRARY / task_name)
+    seed = Candidate.from_source(task.seed_source or "")
+    spec = EvaluatorSpec(TaskSpec(TaskConfig(name=task_name), str(TASK_LIBRARY)), EvalSettings(), "auto")
+    actor = evaluator_actor_class().remote(spec, "bench")
+    with Evaluator(task, device=ray.get(actor.info.remote()).device) as bare:
+        ray.get(actor.evaluate.remote(seed, "full"))  # start both workers: not timed
+        bare.evaluate(seed)
+        in_actor = in_process = 0.0
         for c in candidates:
-            ev.evaluate(c)
-        return (time.monotonic() - start) / max(len(candidates), 1), len(candidates)
+            start = time.monotonic()
+            ray.get(actor.evaluate.remote(c, "full"))
+            in_actor += time.monotonic() - start
+            start = time.monotonic()
+            bare.evaluate(c)
+            in_process += time.monotonic() - start
+    ray.get(actor.close.remote())
+    ray.kill(actor)
+    n = max(len(candidates), 1)
+    return in_actor / n, in_process / n, len(candidates)
 
 
 def main() -> None:
@@ -133,14 +153,13 @@ def main() -> None:
             print(f"2 vs 1 evaluator actors: {two.per_second / one.per_second:.2f}x evaluations/s "
                   f"({os.cpu_count()} CPU cores; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after: "
                   "other work on the machine takes cores from the evaluators)")
-            direct, n = direct_seconds_per_evaluation(one.run_dir, args.task)
-            per_eval = one.seconds / max(one.evaluations, 1)
-            print(f"bare Evaluator: {direct * 1000:.0f} ms/evaluation ({n} candidates); campaign with 1 evaluator: "
-                  f"{per_eval * 1000:.0f} ms/evaluation; machinery overhead {(per_eval - direct) * 1000:.0f} ms/"
-                  f"evaluation ({(per_eval - direct) / per_eval:.0%} of the campaign's time)")
-            inside = (one.seconds - one.busy_s) / max(one.evaluations, 1)
-            print(f"time outside the evaluator actor (islands, broker, driver, Ray calls): {inside * 1000:.0f} ms/"
-                  "evaluation")
+            outside = (one.seconds - one.busy_s) / max(one.evaluations, 1)
+            print(f"machinery overhead (islands, broker, driver, Ray calls: the time the one evaluator waits "
+                  f"for work) {outside * 1000:.0f} ms/evaluation, "
+                  f"{outside / (one.seconds / max(one.evaluations, 1)):.1%} of the campaign's time")
+            actor, bare, n = actor_vs_bare(one.run_dir, args.task)
+            print(f"one evaluation in an evaluator actor {actor * 1000:.0f} ms vs in a bare Evaluator "
+                  f"{bare * 1000:.0f} ms ({n} candidates, alternated)")
     finally:
         ray.shutdown()
 
