@@ -2,6 +2,14 @@
 subprocess). On a cluster it holds one GPU (`num_gpus=1`); Ray sets CUDA_VISIBLE_DEVICES, which the
 worker inherits. The device is chosen by what torch sees (`torch.cuda.is_available()`), never by
 Ray's GPU count, so a node that advertises GPUs without CUDA still evaluates (in the interpreter).
+
+Compiles and GPUs: an evaluator runs one evaluation at a time, its Triton compile included (Triton
+compiles at first launch, in the worker). What keeps GPUs from waiting on each other: the broker
+hands each candidate to whichever evaluator is idle (no lockstep between evaluators), no kernel is
+compiled twice (the shared cache merges requests for one id, even in flight), and the workers of a
+node share Triton's on-disk cache (TRITON_CACHE_DIR). Overlapping one GPU's compiles with its
+timings would take two workers per GPU and a lock held around the timing stage only, a boundary
+the evaluation pipeline does not expose yet.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def result_line(output: str) -> dict:
 
 def test_a_job_submitted_with_its_working_dir_places_one_evaluator_per_gpu(gpu_head, tmp_path):
     config = write_config(tmp_path, evaluation={"device": "auto", "timeout_s": 30})
-    cmd = [RAY, "job", "submit", "--address", gpu_head.dashboard_url, "--working-dir", str(ROOT), "--",
+    cmd = [RAY, "job", "submit", "--address", gpu_head.dashboard_url, "--working-dir", ".", "--",
            "python", "-m", "tests.campaign_job", "run", str(config), "--output", str(tmp_path / "out")]
     p = subprocess.run(cmd, cwd=ROOT, env=gpu_head.env(), capture_output=True, text=True, timeout=600)
     out = p.stdout + p.stderr
