@@ -1,4 +1,4 @@
-"""Command line: ``python -m evo {eval,check} ...``.
+"""Command line: ``python -m evo {run,eval,check} ...``.
 
 Exit codes: 0 success, 1 the candidate or task was rejected, 2 a usage or config error (a message
 naming the problem, no traceback).
@@ -120,6 +120,25 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from evo.campaign import Campaign
+    from evo.campaign_setup import CampaignHooks, prepare
+    from evo.progress import make_display
+
+    if not args.config and not args.resume:
+        raise UsageError("give a config file, or --resume RUN_DIR")
+    hooks = getattr(args, "hooks", None) or CampaignHooks()
+    prepared = prepare(args.config, resume=args.resume, output=args.output, hooks=hooks)
+    summary = Campaign(prepared, hooks, make_display()).run()
+    best = summary.get("best") or {}
+    fast = best.get("speedup_over_seed")
+    gain = f"{fast:.2f}x the seed ({best.get('latency_source')})" if fast else "speedup unknown (no latency measured)"
+    say(f"best kernel {best.get('id')}: {gain}; {summary['evaluations']} evaluations in {summary['wall_time_s']:.0f} s")
+    print(json.dumps({k: summary[k] for k in ("status", "stop_reason", "run_dir", "evaluations")} |
+                     {"best_speedup": best.get("speedup_over_seed"), "best_id": best.get("id")}))
+    return 0 if summary["status"] == "finished" else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="evo", description="Evolutionary search for fast, equivalent Triton kernels")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -134,17 +153,27 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("config")
     c.add_argument("--device", choices=["cpu", "cuda"])
     c.set_defaults(func=cmd_check)
+    r = sub.add_parser("run", help="run a campaign: islands on Ray (RAY_ADDRESS, else a local Ray)")
+    r.add_argument("config", nargs="?", help="campaign config (optional with --resume)")
+    r.add_argument("--resume", metavar="RUN_DIR", help="continue a stopped or killed campaign")
+    r.add_argument("--output", metavar="DIR", help="where run directories go (overrides output_dir)")
+    r.set_defaults(func=cmd_run)
     return ap
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, hooks: Any = None) -> int:
+    """The command line; `hooks` (a `CampaignHooks`) swaps what `run` builds mutators and evaluators with."""
+    from evo.campaign_setup import CampaignError
+    from evo.run_store import RunStoreError
+
     args = build_parser().parse_args(argv)
+    args.hooks = hooks
     try:
         return int(args.func(args))
-    except (ConfigError, TaskError, CandidateError, UsageError) as e:
+    except (ConfigError, TaskError, CandidateError, UsageError, CampaignError, RunStoreError) as e:
         print(f"evo {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evo import dtypes
+from mutators.config import MutatorConfig
 
 
 class ConfigError(ValueError):
@@ -93,40 +94,127 @@ class EvaluationConfig(Strict):
         return self
 
 
-class Config(Strict):
-    """The top level of a config file."""
+class MigrationConfig(Strict):
+    """Every `interval` generations each island sends copies of its `top_k` best to its neighbours
+    under `topology` (ring: the next island; random: a random other island each time; full: all)."""
 
-    name: str = "campaign"
+    interval: int = Field(default=2, ge=1)
+    top_k: int = Field(default=1, ge=0)
+    topology: Literal["ring", "random", "full"] = "ring"
+
+
+class IslandsConfig(Strict):
+    """The island populations. Each generation an island draws `offspring` parents by tournament,
+    each parent goes to one mutator, and the best `population` of parents and children survive."""
+
+    count: int = Field(default=2, ge=1)
+    population: int = Field(default=8, ge=1)
+    offspring: int = Field(default=4, ge=1)
+    tournament_size: int = Field(default=3, ge=1)
+    hall_of_fame: int = Field(default=5, ge=1)
+    migration: MigrationConfig = MigrationConfig()
+
+
+class EvaluatorsConfig(Strict):
+    """Evaluator actors, each owning one evaluation worker. `placement: auto` gives one actor per GPU
+    (`num_gpus=1`, so timings never share a GPU) when the cluster has GPUs, else CPU actors.
+    `count` defaults to the number of GPUs (gpu) or CPUs (cpu) in the cluster."""
+
+    placement: Literal["auto", "gpu", "cpu"] = "auto"
+    count: int | None = Field(default=None, ge=1)
+    cpus_per_evaluator: float = Field(default=1.0, gt=0)
+    actor_timeout_s: float | None = Field(default=None, gt=0)  # default: from evaluation.timeout_s
+
+
+class SelectionConfig(Strict):
+    """How an island picks the mutator for each parent: `fixed` draws by the mutators' weights.
+    (The mutators package brings UCB1 and Thompson sampling under the same key.)"""
+
+    policy: Literal["fixed"] = "fixed"
+
+
+class BudgetConfig(Strict):
+    """The campaign stops at the first limit reached; a limit left out does not apply.
+    `evaluations` counts every evaluation done (full and quick); `target_speedup` is over the seed."""
+
+    generations: int | None = Field(default=10, ge=0)
+    evaluations: int | None = Field(default=None, ge=1)
+    wall_time_s: float | None = Field(default=None, gt=0)
+    llm_usd: float | None = Field(default=None, ge=0)
+    target_speedup: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> BudgetConfig:
+        if all(v is None for v in self.model_dump().values()):
+            raise ValueError("give at least one limit (generations, evaluations, wall_time_s, llm_usd, target_speedup)")
+        return self
+
+
+class Config(Strict):
+    """The top level of a config file. `evo eval` and `evo check` use `task` and `evaluation`;
+    `evo run` uses everything."""
+
+    name: str = Field(default="campaign", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     seed: int = 0
     task: TaskConfig
     evaluation: EvaluationConfig = EvaluationConfig()
+    islands: IslandsConfig = IslandsConfig()
+    evaluators: EvaluatorsConfig = EvaluatorsConfig()
+    mutators: list[MutatorConfig] = Field(default_factory=list)
+    selection: SelectionConfig = SelectionConfig()
+    budget: BudgetConfig = BudgetConfig()
+    checkpoint_interval: int = Field(default=1, ge=1)  # generations between checkpoints
+    output_dir: str = "runs"  # run directories go here (relative: to the working directory)
 
 
-def _model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
-    """The pydantic model that owns the key at `loc` (for listing valid keys)."""
-    current: Any = model
-    for part in loc[:-1]:
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation may hold (through lists, unions and Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    found: list[type[BaseModel]] = []
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found.extend(_models_in(arg))
+    origin = getattr(annotation, "__origin__", None)
+    if origin is not None and not found:
+        found.extend(_models_in(origin))
+    return found
+
+
+def _tag(model: type[BaseModel]) -> Any:
+    field = model.model_fields.get("kind")
+    return field.default if field is not None else None
+
+
+def _model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[type[BaseModel] | None, str]:
+    """The pydantic model that owns the key at `loc` (for listing valid keys) and the key's path
+    as the user wrote it (list indices kept, union tags dropped)."""
+    options: list[type[BaseModel]] = [model]
+    shown: list[str] = []
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
         if isinstance(part, int):
+            shown.append(str(part))
             continue
-        field = getattr(current, "model_fields", {}).get(part)
-        if field is None:
-            return None
-        ann = field.annotation
-        args = getattr(ann, "__args__", ()) or (ann,)
-        nxt = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), None)
-        if nxt is None:
-            return None
-        current = nxt
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+        tagged = [m for m in options if _tag(m) == part]
+        if len(options) > 1 and tagged:
+            options = tagged  # pydantic puts the discriminator's value in the location
+            continue
+        shown.append(part)
+        if last:
+            break
+        field = next((m.model_fields[part] for m in options if part in m.model_fields), None)
+        options = _models_in(field.annotation) if field is not None else []
+    owner = options[0] if len(options) == 1 else None
+    return owner, ".".join(shown)
 
 
 def format_validation_error(err: ValidationError, model: type[BaseModel], source: str) -> str:
     lines = []
     for e in err.errors():
         loc = tuple(e["loc"])
-        where = ".".join(str(p) for p in loc) or "(top level)"
+        owner, where = _model_at(model, loc)
+        where = where or "(top level)"
         if e["type"] == "extra_forbidden":
-            owner = _model_at(model, loc)
             valid = ", ".join(owner.model_fields) if owner else "?"
             lines.append(f"{source}: unknown key '{where}' (valid keys here: {valid})")
         elif e["type"] == "missing":

@@ -16,6 +16,7 @@ import os
 import resource
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Iterator
@@ -185,6 +186,20 @@ class Runner:
         }
 
 
+def _exit_with_parent() -> None:
+    """Exit when the process that started us is gone (e.g. an evaluator actor that was killed): an
+    orphaned worker stuck in a candidate's endless loop would otherwise hold a CPU forever."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(4)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--fd-in", type=int, required=True)
@@ -202,6 +217,7 @@ def main() -> None:
 
     if args.device != "cpu":
         torch.cuda.init()
+    _exit_with_parent()  # before the memory limit: the thread's stack counts against it
     if args.memory_mb and args.device == "cpu":
         _set_memory_limit(args.memory_mb)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

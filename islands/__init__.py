@@ -1,0 +1,1 @@
+"""Island populations and the Ray machinery that runs them (see `islands.island` for the model)."""

@@ -4,5 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 echo "test: ruff"; .venv/bin/ruff check .
-echo "test: mypy"; .venv/bin/mypy evo fitness mutators islands tasks tests
+echo "test: mypy"; .venv/bin/mypy evo fitness mutators islands tasks tests bench
 echo "test: pytest"; .venv/bin/python -m pytest -q "$@"

@@ -1,0 +1,192 @@
+"""The run directory of a campaign: everything needed to inspect it, report on it and resume it.
+
+    RUN_DIR/
+      config.yaml        the resolved config (names of secret variables only, never their values)
+      run.json           where relative paths in the config resolve, when the run was created
+      history.msgpack    append-only: one record per evaluation run (candidate, lineage, verdict)
+      events.msgpack     append-only: generations, migrations, restored actors, stops
+      checkpoints/gen-NNNNNN/{driver,island-II}.msgpack   the last two complete checkpoints
+      best_kernel.py     the best kernel as a standalone module (its params baked in)
+      summary.json       the outcome so far (rewritten at each checkpoint and at the end)
+
+Append-only logs are streams of msgpack maps; a record cut short by a kill is dropped (and cut
+off before anything new is appended), never allowed to corrupt the rest.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import yaml
+
+CHECKPOINTS_KEPT = 2
+
+
+class RunStoreError(ValueError):
+    """A run directory that cannot be used (missing, incomplete); the message names the path."""
+
+
+def pack(obj: Any) -> bytes:
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+def unpack(data: bytes) -> Any:
+    return msgpack.unpackb(data, raw=False, strict_map_key=False)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+class MsgpackLog:
+    """An append-only file of msgpack maps."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def _scan(self) -> tuple[list[dict[str, Any]], int]:
+        """Complete records and the byte offset where the complete part ends."""
+        if not self.path.exists():
+            return [], 0
+        records: list[dict[str, Any]] = []
+        end = 0
+        with open(self.path, "rb") as f:
+            unpacker = msgpack.Unpacker(f, raw=False, strict_map_key=False)
+            try:
+                for obj in unpacker:
+                    records.append(obj)
+                    end = unpacker.tell()
+            except (ValueError, msgpack.UnpackException):
+                pass  # garbage after the last complete record (a write cut short)
+        return records, end
+
+    def read(self) -> list[dict[str, Any]]:
+        return self._scan()[0]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.read())
+
+    def repair(self) -> int:
+        """Cut off an incomplete last record; returns how many complete records there are."""
+        records, end = self._scan()
+        if self.path.exists() and self.path.stat().st_size != end:
+            with open(self.path, "r+b") as f:
+                f.truncate(end)
+        return len(records)
+
+    def append(self, record: dict[str, Any]) -> None:
+        with open(self.path, "ab") as f:
+            f.write(pack(record))
+            f.flush()
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    generation: int
+    driver: dict[str, Any]
+    islands: dict[int, bytes]  # island index -> packed island state
+    path: Path
+
+
+class RunStore:
+    """One campaign's run directory."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.history = MsgpackLog(self.path / "history.msgpack")
+        self.events = MsgpackLog(self.path / "events.msgpack")
+        self.checkpoints = self.path / "checkpoints"
+
+    @classmethod
+    def create(cls, output_dir: Path, name: str, config: dict[str, Any], *, config_dir: Path) -> RunStore:
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        output_dir.mkdir(parents=True, exist_ok=True)
+        path = output_dir / f"{name}-{stamp}"
+        n = 1
+        while path.exists():
+            n += 1
+            path = output_dir / f"{name}-{stamp}-{n}"
+        path.mkdir()
+        store = cls(path)
+        store.checkpoints.mkdir()
+        (path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        info = {"config_dir": str(config_dir), "created": _dt.datetime.now().isoformat(timespec="seconds")}
+        (path / "run.json").write_text(json.dumps(info, indent=2) + "\n")
+        return store
+
+    @classmethod
+    def open(cls, path: Path) -> RunStore:
+        path = Path(path)
+        for name in ("config.yaml", "run.json"):
+            if not (path / name).is_file():
+                raise RunStoreError(f"{path} is not a run directory (no {name})")
+        store = cls(path)
+        store.checkpoints.mkdir(exist_ok=True)
+        return store
+
+    def config_data(self) -> dict[str, Any]:
+        data = yaml.safe_load((self.path / "config.yaml").read_text())
+        if not isinstance(data, dict):
+            raise RunStoreError(f"{self.path / 'config.yaml'} is not a mapping")
+        return data
+
+    def config_dir(self) -> Path:
+        return Path(json.loads((self.path / "run.json").read_text())["config_dir"])
+
+    # -- checkpoints ---------------------------------------------------------------------------
+
+    def write_checkpoint(self, generation: int, driver: dict[str, Any], islands: dict[int, bytes]) -> Path:
+        """Write all states of one generation at once: a directory renamed into place when complete."""
+        final = self.checkpoints / f"gen-{generation:06d}"
+        tmp = self.checkpoints / f".tmp-gen-{generation:06d}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for index, data in islands.items():
+            (tmp / f"island-{index:02d}.msgpack").write_bytes(data)
+        (tmp / "driver.msgpack").write_bytes(pack(driver))
+        if final.exists():
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+        for old in self._complete()[:-CHECKPOINTS_KEPT]:
+            shutil.rmtree(old, ignore_errors=True)
+        return final
+
+    def _complete(self) -> list[Path]:
+        if not self.checkpoints.is_dir():
+            return []
+        return sorted(p for p in self.checkpoints.glob("gen-*") if (p / "driver.msgpack").is_file())
+
+    def latest_checkpoint(self) -> Checkpoint | None:
+        found = self._complete()
+        if not found:
+            return None
+        path = found[-1]
+        islands = {int(p.stem.split("-")[1]): p.read_bytes() for p in path.glob("island-*.msgpack")}
+        driver = unpack((path / "driver.msgpack").read_bytes())
+        return Checkpoint(int(path.name.split("-")[1]), driver, islands, path)
+
+    # -- results -------------------------------------------------------------------------------
+
+    def write_best(self, text: str) -> Path:
+        path = self.path / "best_kernel.py"
+        write_atomic(path, text.encode())
+        return path
+
+    def write_summary(self, summary: dict[str, Any]) -> Path:
+        path = self.path / "summary.json"
+        write_atomic(path, (json.dumps(summary, indent=2, default=str) + "\n").encode())
+        return path
+
+    def summary(self) -> dict[str, Any] | None:
+        path = self.path / "summary.json"
+        return json.loads(path.read_text()) if path.is_file() else None

@@ -1,0 +1,114 @@
+"""Thin Ray shells: the island actor, and helpers that start it and the evaluation broker.
+
+Islands and the broker run on the driver's node (they are light: the heavy work is evaluation), so
+the run directory, the Optuna journal and the LLM record are local files for them; evaluator
+actors go wherever the cluster has a GPU (or a CPU).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from evo.candidate import Candidate
+from evo.run_store import pack, unpack
+from islands.broker import BrokerSpec, EvaluationBroker
+from islands.evaluation import EvalRequest, EvalResult
+from islands.evaluator_actor import TaskSpec
+from islands.individual import Individual
+from islands.island import Island, IslandSettings, mutator_names
+from islands.report import GenerationReport
+from islands.selection import OperatorStats, build_selector
+from mutators.base import Mutator
+
+MutatorFactory = Callable[..., Mutator]  # (cfg, *, run_dir: Path, seed: int) -> Mutator
+
+
+def mutator_seed(campaign_seed: int, island: int, position: int) -> int:
+    """A distinct, reproducible seed per (campaign, island, mutator)."""
+    return (campaign_seed * 1_000_003 + island * 1_009 + position) % (2**31)
+
+
+@dataclass(frozen=True)
+class IslandSpec:
+    settings: IslandSettings
+    task: TaskSpec
+    mutators: tuple[Any, ...]  # mutators.config.MutatorConfig entries
+    policy: str  # the `selection.policy` of the config
+    seed: int
+    run_dir: str
+    mutator_factory: MutatorFactory
+
+
+class BrokerService:
+    """`EvaluationService` backed by the broker actor."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    def evaluate_many(self, requests: Sequence[EvalRequest]) -> list[EvalResult]:
+        return list(ray.get(self.broker.evaluate_many.remote(list(requests))))
+
+
+class IslandActor:
+    """One `Island` in its own process; restored from `state` (a packed checkpoint) when given."""
+
+    def __init__(self, spec: IslandSpec, broker: Any, state: bytes | None = None) -> None:
+        task = spec.task.build()
+        i = spec.settings.index
+        mutators = [spec.mutator_factory(cfg, run_dir=Path(spec.run_dir), seed=mutator_seed(spec.seed, i, j))
+                    for j, cfg in enumerate(spec.mutators)]
+        weights = dict(zip(mutator_names(mutators), (cfg.weight for cfg in spec.mutators)))
+        self.island = Island(spec.settings, task=task, mutators=mutators, selector=build_selector(spec.policy, weights),
+                             service=BrokerService(broker), seed=spec.seed)
+        if state is not None:
+            self.island.load_state(unpack(state))
+
+    def initialize(self, seed: Candidate) -> GenerationReport:
+        return self.island.initialize(seed)
+
+    def step(self) -> GenerationReport:
+        return self.island.step()
+
+    def generation(self) -> int:
+        return self.island.generation
+
+    def checkpoint(self) -> bytes:
+        return pack(self.island.state())
+
+    def emigrants(self, k: int) -> list[Individual]:
+        return self.island.emigrants(k)
+
+    def immigrate(self, migrants: list[Individual]) -> int:
+        return self.island.immigrate(migrants)
+
+    def best(self) -> Individual | None:
+        return self.island.best()
+
+    def operator_table(self) -> dict[str, OperatorStats]:
+        """Per-mutator figures (pulls, proposals, valid, correct, improvements, cost)."""
+        return dict(self.island.selector.table)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def _here() -> NodeAffinitySchedulingStrategy:
+    return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+
+
+def start_broker(spec: BrokerSpec) -> Any:
+    """The broker actor on this (the driver's) node, its evaluators started."""
+    broker = ray.remote(EvaluationBroker).options(num_cpus=0, max_restarts=0, scheduling_strategy=_here()).remote(spec)
+    return broker
+
+
+def start_island(spec: IslandSpec, broker: Any, state: bytes | None = None) -> Any:
+    return ray.remote(IslandActor).options(num_cpus=0, max_restarts=0, scheduling_strategy=_here()).remote(
+        spec, broker, state)

@@ -1,0 +1,205 @@
+"""The evaluation broker: one async Ray actor between the islands and the evaluator actors.
+
+It owns the shared cache (candidate id + task key + device + level), so a kernel found by two
+islands, or proposed again after a resume, is evaluated once; requests for an id already in flight
+wait for that evaluation instead of starting another. It hands work to idle evaluator actors (one
+per GPU on a cluster, `num_gpus=1`, so timings never share a GPU), replaces an evaluator actor that
+dies (and retries its candidate once on the replacement) or stops answering (a `timeout` verdict),
+and appends one history record per evaluation it ran. It runs on the driver's node, where the run
+directory is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+from evo.run_store import MsgpackLog
+from fitness.status import Evaluation, Status
+from islands.evaluation import CacheKey, EvalCache, EvalRecord, EvalRequest, EvalResult, failed
+from islands.evaluator_actor import EvaluatorInfo, EvaluatorSpec, evaluator_actor_class
+
+
+class BrokerError(RuntimeError):
+    """Evaluation cannot go on (no evaluator could be started, evaluators disagree on the task)."""
+
+
+@dataclass(frozen=True)
+class BrokerSpec:
+    evaluator: EvaluatorSpec
+    count: int
+    num_cpus: float
+    num_gpus: float
+    task_key: str
+    history_path: str
+    actor_timeout_s: float  # an evaluator that does not answer within this is killed and replaced
+    start_timeout_s: float = 600.0
+
+
+@dataclass
+class BrokerStats:
+    fresh: dict[str, int] = field(default_factory=dict)  # level -> evaluations run (this run and earlier)
+    failures: dict[str, int] = field(default_factory=dict)  # status -> count among full evaluations run
+    cache_hits: int = 0
+    replaced: int = 0
+    busy_s: float = 0.0  # evaluator time spent in evaluations run by this broker
+    evaluators: list[EvaluatorInfo] = field(default_factory=list)
+
+    @property
+    def evaluations(self) -> int:
+        return sum(self.fresh.values())
+
+
+class EvaluationBroker:
+    """See the module docstring. Created by `islands.actors.start_broker`; call `start()` first."""
+
+    def __init__(self, spec: BrokerSpec) -> None:
+        self.spec = spec
+        self.log = MsgpackLog(Path(spec.history_path))
+        self.log.repair()
+        self.stats = BrokerStats()
+        records = [EvalRecord.from_dict(r) for r in self.log.read() if r.get("kind") == "evaluation"]
+        self.cache = EvalCache(records)
+        for r in records:
+            self._count(r.evaluation)
+        self.device = ""
+        self.idle: asyncio.Queue[tuple[Any, EvaluatorInfo]] = asyncio.Queue()
+        self.inflight: dict[CacheKey, asyncio.Future[Evaluation]] = {}
+        self.events: list[dict[str, Any]] = []
+        self._spawned = 0
+        self.actors: dict[str, Any] = {}  # every live evaluator actor, idle or busy
+        self._actor_cls = evaluator_actor_class()
+
+    def _count(self, ev: Evaluation) -> None:
+        self.stats.fresh[ev.level] = self.stats.fresh.get(ev.level, 0) + 1
+        if ev.level == "full" and not ev.ok:
+            self.stats.failures[ev.status.value] = self.stats.failures.get(ev.status.value, 0) + 1
+
+    async def _spawn(self) -> tuple[Any, EvaluatorInfo]:
+        name = f"evaluator-{self._spawned}"
+        self._spawned += 1
+        actor = self._actor_cls.options(num_cpus=self.spec.num_cpus, num_gpus=self.spec.num_gpus,
+                                        max_restarts=0).remote(self.spec.evaluator, name)
+        self.actors[name] = actor
+        try:
+            info: EvaluatorInfo = await asyncio.wait_for(actor.info.remote(), self.spec.start_timeout_s)
+        except (asyncio.TimeoutError, GetTimeoutError):
+            ray.kill(actor)
+            raise BrokerError(f"{name} did not start within {self.spec.start_timeout_s:.0f} s "
+                              f"(cluster resources: {ray.available_resources()})") from None
+        except (RayActorError, RayTaskError) as e:
+            raise BrokerError(f"{name} failed to start: {e}") from None
+        if info.task_key != self.spec.task_key:
+            raise BrokerError(f"{name} on node {info.node_id[:8]} built task {info.task_key}, the driver "
+                              f"{self.spec.task_key}: the task files differ between nodes")
+        if self.device and info.device != self.device:
+            raise BrokerError(f"{name} evaluates on {info.device}, the others on {self.device}")
+        self.device = info.device
+        return actor, info
+
+    async def start(self) -> list[EvaluatorInfo]:
+        """Start the evaluator actors; returns where each one was placed."""
+        started = await asyncio.gather(*(self._spawn() for _ in range(self.spec.count)))
+        for actor, info in started:
+            self.idle.put_nowait((actor, info))
+            self.stats.evaluators.append(info)
+        return [info for _, info in started]
+
+    async def evaluate_many(self, requests: Sequence[EvalRequest]) -> list[EvalResult]:
+        return list(await asyncio.gather(*(self.evaluate(r) for r in requests)))
+
+    async def evaluate(self, request: EvalRequest) -> EvalResult:
+        key = CacheKey(request.candidate.id, self.spec.task_key, self.device, request.level)
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.stats.cache_hits += 1
+            return EvalResult(hit, fresh=False)
+        if key in self.inflight:
+            self.stats.cache_hits += 1
+            return EvalResult(await asyncio.shield(self.inflight[key]), fresh=False)
+        future: asyncio.Future[Evaluation] = asyncio.get_running_loop().create_future()
+        self.inflight[key] = future
+        try:
+            evaluation, seconds, who = await self._run(request)
+            self.cache.put(evaluation, key)
+            self._count(evaluation)
+            self.stats.busy_s += seconds
+            self.log.append(EvalRecord(request.candidate, evaluation, request.origin, seconds, who,
+                                       time.time()).to_dict())
+            future.set_result(evaluation)
+            return EvalResult(evaluation, fresh=True, seconds=seconds)
+        except BaseException as e:
+            future.set_exception(e)
+            future.exception()  # retrieved here, so an unwaited future does not warn
+            raise
+        finally:
+            del self.inflight[key]
+
+    async def _run(self, request: EvalRequest) -> tuple[Evaluation, float, str]:
+        c, level = request.candidate, request.level
+        # an actor found dead may have died before this request (a lost node): try every evaluator
+        attempts = self.spec.count + 1
+        for attempt in range(1, attempts + 1):
+            actor, info = await self.idle.get()
+            start = time.monotonic()
+            try:
+                evaluation, seconds = await asyncio.wait_for(actor.evaluate.remote(c, level), self.spec.actor_timeout_s)
+            except (asyncio.TimeoutError, GetTimeoutError):
+                ray.kill(actor, no_restart=True)
+                await self._replace(info, f"no answer within {self.spec.actor_timeout_s:.0f} s on {c.id}")
+                reason = (f"the evaluator did not answer within {self.spec.actor_timeout_s:.0f} s; "
+                          "it was killed and replaced")
+                return (failed(c, self.spec.task_key, self.device, level, Status.TIMEOUT, reason),
+                        time.monotonic() - start, info.name)
+            except RayActorError:
+                await self._replace(info, f"died while evaluating {c.id} (attempt {attempt})")
+                continue
+            except RayTaskError as e:  # the evaluator raised: a bug, not the candidate's verdict
+                self.idle.put_nowait((actor, info))
+                reason = f"the evaluator raised {str(e).strip().splitlines()[-1]}"
+                return failed(c, self.spec.task_key, self.device, level, Status.CRASH, reason), 0.0, info.name
+            self.idle.put_nowait((actor, info))
+            return evaluation, seconds, info.name
+        reason = f"evaluator actors died {attempts} times in a row on this candidate (each was replaced)"
+        return failed(c, self.spec.task_key, self.device, level, Status.CRASH, reason), 0.0, ""
+
+    async def _replace(self, dead: EvaluatorInfo, why: str) -> None:
+        self.actors.pop(dead.name, None)
+        self.stats.replaced += 1
+        self.stats.evaluators = [e for e in self.stats.evaluators if e.name != dead.name]
+        actor, info = await self._spawn()
+        self.stats.evaluators.append(info)
+        self.events.append({"kind": "evaluator_replaced", "dead": dead.name, "pid": dead.pid, "why": why,
+                            "replacement": info.name, "time": time.time()})
+        self.idle.put_nowait((actor, info))
+
+    async def get_stats(self) -> BrokerStats:
+        return self.stats
+
+    async def drain_events(self) -> list[dict[str, Any]]:
+        out, self.events = self.events, []
+        return out
+
+    async def get_device(self) -> str:
+        return self.device
+
+    async def shutdown(self) -> None:
+        """Close the evaluators' workers and end the evaluator actors."""
+        actors = list(self.actors.values())
+        self.actors.clear()
+        await asyncio.gather(*(self._close(a) for a in actors))
+
+    @staticmethod
+    async def _close(actor: Any) -> None:
+        try:
+            await asyncio.wait_for(actor.close.remote(), 30)
+        except Exception:
+            pass  # it is killed next either way
+        ray.kill(actor)

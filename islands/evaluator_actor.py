@@ -1,0 +1,109 @@
+"""The evaluator actor: a thin Ray shell around one `fitness.evaluate.Evaluator` (and so one worker
+subprocess). On a cluster it holds one GPU (`num_gpus=1`); Ray sets CUDA_VISIBLE_DEVICES, which the
+worker inherits. The device is chosen by what torch sees (`torch.cuda.is_available()`), never by
+Ray's GPU count, so a node that advertises GPUs without CUDA still evaluates (in the interpreter).
+
+Compiles and GPUs: an evaluator runs one evaluation at a time, its Triton compile included (Triton
+compiles at first launch, in the worker). What keeps GPUs from waiting on each other: the broker
+hands each candidate to whichever evaluator is idle (no lockstep between evaluators), no kernel is
+compiled twice (the shared cache merges requests for one id, even in flight), and the workers of a
+node share Triton's on-disk cache (TRITON_CACHE_DIR). Overlapping one GPU's compiles with its
+timings would take two workers per GPU and a lock held around the timing stage only, a boundary
+the evaluation pipeline does not expose yet.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from evo.candidate import Candidate
+from evo.config import TaskConfig
+from evo.task import Task
+from fitness.evaluate import EvalSettings, Evaluator, detect_device
+from fitness.status import Evaluation
+
+
+class EvaluatorLike(Protocol):
+    device: str
+
+    def evaluate(self, candidate: Candidate, *, level: str = "full") -> Evaluation: ...
+
+    def close(self) -> None: ...
+
+
+EvaluatorFactory = Callable[[Task, EvalSettings, str], EvaluatorLike]
+
+
+def default_evaluator_factory(task: Task, settings: EvalSettings, device: str) -> EvaluatorLike:
+    return Evaluator(task, settings, device=device)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """How to build the task on any node: its config section and where relative paths resolve
+    (the config's folder, else the working directory, which `ray job submit` ships to every node)."""
+
+    config: TaskConfig
+    base_dir: str
+
+    def build(self) -> Task:
+        from evo.task_loader import build_task
+
+        return build_task(self.config, Path(self.base_dir))
+
+
+@dataclass(frozen=True)
+class EvaluatorSpec:
+    task: TaskSpec
+    settings: EvalSettings
+    device: str  # "auto" | "cpu" | "cuda"
+    factory: EvaluatorFactory = default_evaluator_factory
+
+
+@dataclass(frozen=True)
+class EvaluatorInfo:
+    name: str
+    pid: int
+    node_id: str
+    device: str
+    cuda_visible_devices: str | None
+    gpu_ids: tuple[str, ...]
+    task_key: str
+
+
+class EvaluatorActor:
+    """Evaluates candidates one at a time with its own worker subprocess."""
+
+    def __init__(self, spec: EvaluatorSpec, name: str) -> None:
+        self.name = name
+        self.task = spec.task.build()
+        device = detect_device() if spec.device == "auto" else spec.device
+        self.evaluator = spec.factory(self.task, spec.settings, device)
+
+    def info(self) -> EvaluatorInfo:
+        import ray
+
+        ctx = ray.get_runtime_context()
+        return EvaluatorInfo(
+            self.name, os.getpid(), ctx.get_node_id(), self.evaluator.device,
+            os.environ.get("CUDA_VISIBLE_DEVICES"), tuple(str(g) for g in ray.get_gpu_ids()), self.task.key,
+        )
+
+    def evaluate(self, candidate: Candidate, level: str) -> tuple[Evaluation, float]:
+        start = time.monotonic()
+        evaluation = self.evaluator.evaluate(candidate, level=level)
+        return evaluation, time.monotonic() - start
+
+    def close(self) -> None:
+        self.evaluator.close()
+
+
+def evaluator_actor_class() -> Any:
+    import ray
+
+    return ray.remote(EvaluatorActor)

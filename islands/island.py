@@ -1,0 +1,293 @@
+"""One island: a population of evaluated kernels, its mutators, operator selection and RNG stream.
+
+Plain Python (no Ray, no I/O): `islands.actors` wraps it in an actor. One generation:
+1. draw `offspring` parents by tournament (DEAP `selTournament`);
+2. for each parent the operator selector picks a mutator (one not exhausted), which proposes
+   children (it may evaluate candidates itself through the context, e.g. a STOKE chain's quick checks);
+3. children not already in the population are evaluated in full, as one batch, through the
+   injected `EvaluationService` (which never evaluates an id twice);
+4. each mutator observes the verdicts of its proposals; the selector records each pull's outcomes
+   (a child already in the population counts as proposing nothing new);
+5. replacement keeps the best `population` of parents and correct children (DEAP `selBest`),
+   one copy per candidate id; the hall of fame, statistics and logbook are DEAP's.
+The RNG stream is seeded from the campaign seed and the island index; it survives checkpoints, so a
+restored island proposes what the lost one would have, and the shared cache answers for free.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from deap import tools
+
+from evo.candidate import Candidate
+from evo.task import Task
+from fitness.status import Evaluation
+from islands.checkpoint import island_state, load_island_state
+from islands.evaluation import FULL, EvalRequest, EvalResult, EvaluationService
+from islands.individual import Individual, Origin, Tier, same_id
+from islands.report import FailedProposal, GenerationReport, Tally
+from islands.selection import Outcome, Selector
+from mutators.base import EvaluateFn, MutationContext, Mutator, Proposal
+
+
+class IslandError(RuntimeError):
+    """The island cannot go on (no correct candidate to breed from)."""
+
+
+@dataclass(frozen=True)
+class IslandSettings:
+    index: int
+    population: int
+    offspring: int
+    tournament_size: int
+    hall_of_fame: int = 5
+    recent_failures: int = 8  # failures shown to mutators (the LLM's "what went wrong")
+    hardware: str = ""
+
+
+@contextmanager
+def _as_global_random(rng: random.Random) -> Iterator[None]:
+    """DEAP's selectors draw from the `random` module; lend them this island's stream instead."""
+    saved = random.getstate()
+    random.setstate(rng.getstate())
+    try:
+        yield
+    finally:
+        rng.setstate(random.getstate())
+        random.setstate(saved)
+
+
+def mutator_names(mutators: Sequence[Mutator]) -> list[str]:
+    """Names for reports, lineage and selection: the mutator's `name` (else its kind), numbered
+    when it repeats."""
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for m in mutators:
+        base = getattr(m, "name", "") or m.kind
+        seen[base] = seen.get(base, 0) + 1
+        names.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return names
+
+
+def _latency(ind: Individual) -> float:
+    return float(ind.latency_ms) if ind.latency_ms is not None else float("inf")
+
+
+class Island:
+    """A population evolving by tournament selection, mutation and (mu + lambda) replacement."""
+
+    def __init__(
+        self, settings: IslandSettings, *, task: Task, mutators: Sequence[Mutator], selector: Selector,
+        service: EvaluationService, seed: int,
+    ) -> None:
+        if not mutators:
+            raise IslandError("an island needs at least one mutator")
+        self.settings = settings
+        self.task = task
+        self.mutators = list(mutators)
+        self.names = mutator_names(self.mutators)
+        self.by_name = dict(zip(self.names, self.mutators))
+        self.selector = selector
+        self.service = service
+        self.rng = random.Random(f"evo-island:{seed}:{settings.index}")
+        self.generation = 0
+        self.population: list[Individual] = []
+        self.seed: Individual | None = None
+        self.hof = tools.HallOfFame(settings.hall_of_fame, similar=same_id)
+        self.logbook = tools.Logbook()
+        self.stats = tools.Statistics(key=_latency)
+        for name, fn in (("min", np.min), ("median", np.median), ("max", np.max)):
+            self.stats.register(name, lambda xs, fn=fn: float(fn(xs)))  # plain floats: checkpoints are msgpack
+        self.recent_failures: deque[tuple[Proposal, Evaluation]] = deque(maxlen=settings.recent_failures)
+
+    # -- generations ---------------------------------------------------------------------------
+
+    def initialize(self, seed: Candidate) -> GenerationReport:
+        """Generation 0: the seed and, if it passes, up to `population - 1` distinct draws from its SPACE."""
+        tally = Tally()
+        origin = Origin(mutator="seed", island=self.settings.index, generation=0)
+        [first] = self._evaluate([EvalRequest(seed, FULL, origin)], tally)
+        self.seed = Individual(seed, first.evaluation, origin)
+        if not self.seed.evaluation.ok:
+            return self._finish(tally)  # nothing to breed from; the report says why
+        draws = self._space_draws(seed, self.settings.population - 1)
+        results = self._evaluate([EvalRequest(c, FULL, origin) for c in draws], tally)
+        evaluated = [self.seed] + [Individual(c, r.evaluation, origin) for c, r in zip(draws, results)]
+        self.population = self._survivors([i for i in evaluated if i.evaluation.ok])
+        tally.accepted = len(self.population)
+        return self._finish(tally)
+
+    def step(self) -> GenerationReport:
+        """One generation; see the module docstring."""
+        if not self.population:
+            raise IslandError(f"island {self.settings.index} has no correct candidate to breed from")
+        self.generation += 1
+        tally = Tally()
+        with _as_global_random(self.rng):
+            parents = tools.selTournament(self.population, self.settings.offspring, self.settings.tournament_size)
+        pulls: list[tuple[str, Individual, list[Proposal]]] = []
+        for parent in parents:
+            available = [n for n in self.names if not self._exhausted(n)]
+            if not available:
+                break  # every mutator is spent (e.g. an LLM budget): the population stands
+            name = self.selector.choose(self.rng, available)
+            pulls.append((name, parent, self._propose(name, parent, tally)))
+        # one full evaluation per new candidate id, all of them as one batch
+        members = {i.id: i for i in self.population}
+        first: dict[str, tuple[str, Individual, Proposal]] = {}
+        for name, parent, proposals in pulls:
+            for p in proposals:
+                if p.candidate is not None and p.candidate.id not in members:
+                    first.setdefault(p.candidate.id, (name, parent, p))
+        requests = [EvalRequest(p.candidate, FULL, self._origin(name, parent, p))
+                    for name, parent, p in first.values() if p.candidate is not None]
+        verdicts = {r.candidate.id: res.evaluation for r, res in zip(requests, self._evaluate(requests, tally))}
+        for name, parent, proposals in pulls:
+            self.selector.record(name, [self._settle(name, parent, p, members, verdicts, first, tally)
+                                        for p in proposals])
+        children = [Individual(r.candidate, verdicts[r.candidate.id], r.origin) for r in requests]
+        self.population = self._survivors(self.population + [c for c in children if c.evaluation.ok])
+        tally.accepted = sum(1 for i in self.population if i.id not in members)
+        return self._finish(tally)
+
+    def _exhausted(self, name: str) -> bool:
+        exhausted = getattr(self.by_name[name], "exhausted", None)
+        return bool(exhausted()) if callable(exhausted) else False
+
+    def _propose(self, name: str, parent: Individual, tally: Tally) -> list[Proposal]:
+        ctx = MutationContext(
+            task=self.task, rng=self.rng, evaluate=self._inner_evaluate(name, parent, tally),
+            elites=[i.scored for i in self.hof], recent_failures=list(self.recent_failures),
+            seed=self.seed.scored if self.seed else None, hardware=self.settings.hardware,
+        )
+        start = time.monotonic()
+        try:
+            proposals = list(self.by_name[name].propose(parent.scored, ctx))
+        except Exception as e:  # a mutator's bug is reported like any failed proposal, never fatal
+            proposals = [Proposal(None, name, (parent.id,), error=f"{type(e).__name__}: {e}",
+                                  cost_s=time.monotonic() - start)]
+        tally.proposals += len(proposals)
+        tally.llm_usd += sum(p.cost_usd for p in proposals)
+        return proposals
+
+    def _settle(
+        self, name: str, parent: Individual, p: Proposal, members: dict[str, Individual],
+        verdicts: dict[str, Evaluation], first: dict[str, tuple[str, Individual, Proposal]], tally: Tally,
+    ) -> Outcome:
+        """Feed one proposal's verdict back to its mutator; its outcome for the selector."""
+        if p.candidate is None:
+            tally.failed_proposals.append(FailedProposal(name, p.parents or (parent.id,), p.error))
+            return Outcome.of(p, None, parent.latency_ms)
+        cid = p.candidate.id
+        evaluation = members[cid].evaluation if cid in members else verdicts[cid]
+        try:
+            self.by_name[name].observe(p, evaluation)
+        except Exception:
+            pass  # observing is feedback: a mutator's bug must not lose the verdict
+        duplicate = cid in members or first[cid][2] is not p
+        if duplicate:
+            tally.duplicates += 1
+            return Outcome(True, evaluation.ok, parent.latency_ms, None, p.cost_s, p.cost_usd)
+        if not evaluation.ok:
+            self.recent_failures.append((p, evaluation))
+        return Outcome.of(p, evaluation, parent.latency_ms)
+
+    def _origin(self, name: str, parent: Individual, p: Proposal) -> Origin:
+        return Origin(p.parents or (parent.id,), name, self.settings.index, self.generation, p.note)
+
+    def _inner_evaluate(self, name: str, parent: Individual, tally: Tally) -> EvaluateFn:
+        def evaluate(candidate: Candidate, level: str) -> Evaluation:
+            origin = Origin((parent.id,), name, self.settings.index, self.generation, "inner")
+            result = self.service.evaluate_many([EvalRequest(candidate, level, origin)])[0]
+            tally.inner += int(result.fresh)
+            tally.hits += int(not result.fresh)
+            return result.evaluation
+
+        return evaluate
+
+    def _evaluate(self, requests: list[EvalRequest], tally: Tally) -> list[EvalResult]:
+        results = self.service.evaluate_many(requests) if requests else []
+        for r in results:
+            if r.fresh:
+                tally.evaluations += 1
+                if not r.evaluation.ok:
+                    status = r.evaluation.status.value
+                    tally.failures[status] = tally.failures.get(status, 0) + 1
+            else:
+                tally.hits += 1
+        return results
+
+    def _space_draws(self, seed: Candidate, n: int) -> list[Candidate]:
+        try:
+            space = seed.space()
+        except ValueError:
+            return []  # an unreadable SPACE is the lint stage's to report, on the seed itself
+        space = {k: v for k, v in space.items() if v}
+        out: dict[str, Candidate] = {seed.id: seed}
+        for _ in range(20 * n):
+            if len(out) > n or not space:
+                break
+            c = seed.with_params(**{k: self.rng.choice(v) for k, v in sorted(space.items())})
+            out.setdefault(c.id, c)
+        return [c for cid, c in out.items() if cid != seed.id][:n]
+
+    def _survivors(self, pool: Sequence[Individual]) -> list[Individual]:
+        unique: dict[str, Individual] = {}
+        for ind in pool:
+            unique.setdefault(ind.id, ind)  # incumbents first: on equal fitness they stay
+        return list(tools.selBest(list(unique.values()), self.settings.population))
+
+    def _finish(self, tally: Tally) -> GenerationReport:
+        self.hof.update(self.population)
+        timed = [i for i in self.population if i.tier is Tier.TIMED]
+        record: dict[str, Any] = self.stats.compile(timed) if timed else {}
+        self.logbook.record(gen=self.generation, evals=tally.evaluations, inner=tally.inner, hits=tally.hits,
+                            pop=len(self.population), accepted=tally.accepted, **record)
+        best = self.best()
+        seed = self.seed
+        return GenerationReport(
+            island=self.settings.index, generation=self.generation, evaluations=tally.evaluations,
+            inner_evaluations=tally.inner, cache_hits=tally.hits, proposals=tally.proposals,
+            duplicates=tally.duplicates, accepted=tally.accepted, failures=dict(tally.failures),
+            failed_proposals=tuple(tally.failed_proposals), population=len(self.population),
+            best_id=best.id if best else None, best_latency_ms=best.latency_ms if best else None,
+            best_latency_source=best.evaluation.latency_source.value
+            if best and best.evaluation.latency_source and best.latency_ms is not None else "",
+            seed_latency_ms=seed.latency_ms if seed else None, seed_ok=bool(seed and seed.evaluation.ok),
+            seed_reason=seed.evaluation.reason if seed else "", llm_usd=tally.llm_usd,
+        )
+
+    # -- migration -----------------------------------------------------------------------------
+
+    def best(self) -> Individual | None:
+        return self.hof[0] if len(self.hof) else None
+
+    def emigrants(self, k: int) -> list[Individual]:
+        """The island's top `k` (copies travel; the island keeps its own)."""
+        return list(tools.selBest(self.population, k))
+
+    def immigrate(self, migrants: Sequence[Individual]) -> int:
+        """Admit correct migrants not already here; the worst make room. Returns how many stayed."""
+        members = {i.id for i in self.population}
+        newcomers = [m for m in migrants if m.evaluation.ok and m.id not in members]
+        self.population = self._survivors(self.population + newcomers)
+        self.hof.update(self.population)
+        return sum(1 for i in self.population if i.id not in members)
+
+    # -- checkpoints ---------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """Everything needed to continue exactly where this island is (msgpack-friendly)."""
+        return island_state(self)
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Continue from `state()` of an island with the same index and mutators."""
+        load_island_state(self, state)

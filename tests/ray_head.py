@@ -1,0 +1,132 @@
+"""A Ray head started by a test on 127.0.0.1 (free ports, its own temp dir) and always stopped.
+
+`ray stop` would stop every Ray on the machine, other tests' included; this stops only what it
+started: the process group of its `ray start --block`, then anything still running from its temp dir.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+VENV_BIN = Path(__file__).resolve().parent.parent / ".venv" / "bin"
+RAY = shutil.which("ray", path=f"{VENV_BIN}:/work/main/.venv/bin:{os.environ.get('PATH', '')}") or "ray"
+PORTS = ("port", "dashboard-port", "node-manager-port", "object-manager-port", "dashboard-agent-listen-port",
+         "dashboard-agent-grpc-port", "runtime-env-agent-port", "metrics-export-port")
+
+
+def free_ports(n: int) -> list[int]:
+    """`n` distinct free ports (all held open while choosing, so none is handed out twice)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+class RayHead:
+    def __init__(self, *, num_cpus: int = 2, num_gpus: int = 0, dashboard: bool = True) -> None:
+        self.tmp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths are length-limited
+        self.ports = dict(zip(PORTS, free_ports(len(PORTS))))
+        self.cmd = [
+            RAY, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--num-cpus={num_cpus}",
+            f"--num-gpus={num_gpus}", "--disable-usage-stats", f"--temp-dir={self.tmp}",
+            f"--include-dashboard={'true' if dashboard else 'false'}", "--dashboard-host=127.0.0.1",
+            *(f"--{name}={port}" for name, port in self.ports.items()),
+        ]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = Path(self.tmp) / "head.log"
+        self.dashboard = dashboard
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.ports['port']}"
+
+    @property
+    def dashboard_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['dashboard-port']}"
+
+    def env(self) -> dict[str, str]:
+        """An environment whose `python` is this project's interpreter."""
+        env = dict(os.environ)
+        env["PATH"] = f"{Path(RAY).parent}:{env.get('PATH', '')}"
+        env.pop("RAY_ADDRESS", None)
+        env["RAY_AUTH_MODE"] = "disabled"  # no token file written to (or read from) the home directory
+        return env
+
+    def start(self, timeout: float = 120.0) -> RayHead:
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env(),
+                                         start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                tail = self.log.read_text()[-3000:]
+                self.stop()
+                raise RuntimeError(f"ray start failed: {tail}")
+            if self._up():
+                return self
+            time.sleep(0.5)
+        tail = self.log.read_text()[-3000:]
+        self.stop()
+        raise RuntimeError(f"ray head not up within {timeout:.0f} s: {tail}")
+
+    def _up(self) -> bool:
+        if self.dashboard:
+            try:
+                urllib.request.urlopen(f"{self.dashboard_url}/api/version", timeout=2)
+                return True
+            except OSError:
+                return False
+        return "Ray runtime started" in self.log.read_text(errors="replace")
+
+    def _own_pids(self) -> list[int]:
+        """Processes still running from this head's temp dir (Ray names it in their command lines)."""
+        pids = []
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    if self.tmp.encode() in (d / "cmdline").read_bytes():
+                        pids.append(int(d.name))
+                except OSError:
+                    pass
+        return pids
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 10.0)):
+                try:
+                    os.killpg(self.proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    self.proc.wait(timeout=wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # whatever the group still holds
+            except ProcessLookupError:
+                pass
+        for pid in self._own_pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self) -> RayHead:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,108 @@
+"""Campaign configs and `evo run` errors: every shipped config is valid, mistakes are named."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evo.campaign_setup import CampaignHooks, prepare
+from evo.config import ConfigError, load_config
+from evo.progress import IslandRow, LiveTable, PlainLog, Totals
+from evo.task_loader import build_task
+from mutators.config import MUTATOR_KINDS
+
+from .conftest import ROOT
+from .islands_fakes import fake_mutator_factory
+from .test_cli import evo
+
+CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_every_shipped_config_is_a_valid_campaign(path):
+    cfg = load_config(path)
+    task = build_task(cfg.task, path.parent)
+    assert task.seed_source, f"{path.name}: the task needs a seed to start a campaign from"
+    assert cfg.mutators and {m.kind for m in cfg.mutators} <= set(MUTATOR_KINDS)
+    assert cfg.budget.generations or cfg.budget.wall_time_s
+
+
+def test_the_demo_and_cluster_configs_exist():
+    names = {p.stem for p in CONFIGS}
+    assert {"demo", "cluster", "softmax", "matmul", "layernorm", "reduction", "vector_add"} <= names
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_run_errors_name_the_problem_and_exit_2(tmp_path):
+    p = evo("run", str(write(tmp_path, "task: {name: softmax}\n")))
+    assert p.returncode == 2 and "no mutators" in p.stderr and "llm, stoke, optuna" in p.stderr
+    p = evo("run", str(write(tmp_path, "task: {name: softmax}\nislands: {count: 2, popsize: 4}\n")))
+    assert p.returncode == 2 and "unknown key 'islands.popsize'" in p.stderr and "population" in p.stderr
+    p = evo("run", str(write(tmp_path, "task: {name: softmax}\nmutators: [{kind: gpt}]\n")))
+    assert p.returncode == 2 and "'gpt'" in p.stderr and "'stoke', 'optuna', 'llm'" in p.stderr
+    p = evo("run", str(write(tmp_path, "task: {name: softmax}\nbudget: {generations: null}\n")))
+    assert p.returncode == 2 and "give at least one limit" in p.stderr
+    p = evo("run", "--resume", str(tmp_path))
+    assert p.returncode == 2 and "is not a run directory" in p.stderr
+    p = evo("run")
+    assert p.returncode == 2 and "give a config file, or --resume RUN_DIR" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_a_mutator_that_cannot_be_built_is_named_and_leaves_no_run_behind(tmp_path):
+    def broken(cfg, *, run_dir, seed):
+        raise RuntimeError("no API key in OPENAI_API_KEY")
+
+    path = write(tmp_path, f"task: {{name: softmax}}\nmutators: [{{kind: optuna}}, {{kind: llm}}]\n"
+                           f"output_dir: {tmp_path / 'runs'}\n")
+    with pytest.raises(ConfigError, match=r"mutators.0 \(kind optuna\): RuntimeError: no API key"):
+        prepare(str(path), hooks=CampaignHooks(mutator_factory=broken))
+    assert not list((tmp_path / "runs").iterdir())
+
+
+def test_resume_accepts_a_new_budget_but_not_other_changes(tmp_path):
+    hooks = CampaignHooks(mutator_factory=fake_mutator_factory)
+    base = {"task": {"name": "softmax"}, "mutators": [{"kind": "optuna"}], "budget": {"generations": 2},
+            "output_dir": str(tmp_path / "runs")}
+    path = write(tmp_path, yaml.safe_dump(base))
+    run = prepare(str(path), hooks=hooks).store.path
+    changed = write(tmp_path, yaml.safe_dump({**base, "islands": {"count": 5}}))
+    with pytest.raises(ConfigError, match="differs from the run's config in islands"):
+        prepare(str(changed), resume=str(run), hooks=hooks)
+    longer = write(tmp_path, yaml.safe_dump({**base, "budget": {"generations": 9}}))
+    p = prepare(str(longer), resume=str(run), hooks=hooks)
+    assert p.cfg.budget.generations == 9 and p.resumed and "budget changed" in p.notes[0]
+    assert load_config(run / "config.yaml").budget.generations == 9
+
+
+def rows_and_totals():
+    rows = [IslandRow(0, 3, 6, 1.5, 6.0, 20, {"wrong_output": 2}), IslandRow(1, 3, 6, None, None, 4)]
+    totals = Totals(24, {"wrong_output": 2}, 7, 0.12, 42.0, 1.5, 6.0, "model", 2, 1)
+    return rows, totals
+
+
+def test_plain_progress_lines_say_what_each_island_did():
+    out = io.StringIO()
+    rows, totals = rows_and_totals()
+    PlainLog(out).update(rows[0], rows, totals)
+    line = out.getvalue()
+    assert "island 0 gen 3" in line and "1.5 ms (model)" in line and "6.00x" in line
+    assert "wrong_output=2" in line and "llm $0.12" in line
+
+
+def test_the_live_table_shows_every_island_and_the_totals():
+    out = io.StringIO()
+    table = LiveTable(out)
+    rows, totals = rows_and_totals()
+    table.update(rows[1], rows, totals)
+    table.close()
+    text = out.getvalue()
+    assert "evo campaign" in text and "6.00x" in text and "evaluations 24" in text and "LLM $0.12" in text

@@ -1,0 +1,198 @@
+"""Campaigns on a real local Ray (a head this module starts on 127.0.0.1 and stops), with the driver
+in the test process: the run directory, a killed island actor, killed and hung evaluators.
+
+Mutators and latency are fakes (`tests.islands_fakes`); lint, equivalence, workers, actors, the
+broker, checkpoints and the run directory are real.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evo.campaign import Campaign
+from evo.campaign_setup import CampaignHooks, prepare
+from evo.progress import PlainLog
+from evo.run_store import MsgpackLog, RunStore, unpack
+
+from .campaign_job import FAKE_HOOKS
+from .conftest import ROOT
+from .islands_fakes import fake_latency_ms, fault_evaluator_factory, fault_mutator_factory
+from .ray_head import RayHead
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[RayHead]:
+    import ray
+
+    head = RayHead(num_cpus=2, dashboard=False).start()
+    saved = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # as the head
+    try:
+        ray.init(address=head.address, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+                 logging_level=logging.WARNING)
+        yield head
+    finally:
+        ray.shutdown()
+        head.stop()
+        if saved is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = saved
+
+
+def write_config(tmp_path: Path, **overrides: object) -> Path:
+    cfg = {
+        "name": "test", "seed": 5, "task": {"name": "softmax"},
+        "evaluation": {"device": "cpu", "timeout_s": 30},
+        "islands": {"count": 2, "population": 3, "offspring": 2, "migration": {"interval": 1, "top_k": 1}},
+        "evaluators": {"count": 2},
+        "mutators": [{"kind": "optuna"}, {"kind": "stoke"}],
+        "budget": {"generations": 2},
+        "output_dir": str(tmp_path / "runs"),
+    }
+    cfg.update(overrides)
+    path = tmp_path / "campaign.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def campaign(config: Path, hooks: CampaignHooks = FAKE_HOOKS) -> tuple[Campaign, io.StringIO]:
+    out = io.StringIO()
+    return Campaign(prepare(str(config), hooks=hooks), hooks, PlainLog(out)), out
+
+
+def history(run_dir: Path) -> list[dict]:
+    return [r for r in MsgpackLog(run_dir / "history.msgpack").read() if r["kind"] == "evaluation"]
+
+
+def events(run_dir: Path, kind: str) -> list[dict]:
+    return [e for e in MsgpackLog(run_dir / "events.msgpack").read() if e["kind"] == kind]
+
+
+def assert_nothing_evaluated_twice(records: list[dict]) -> None:
+    twice = [k for k, n in Counter((r["candidate"]["id"], r["evaluation"]["level"]) for r in records).items() if n > 1]
+    assert not twice, f"evaluated more than once: {twice}"
+
+
+def test_a_campaign_finds_the_faster_kernel_and_writes_the_run_directory(ray_cluster, tmp_path):
+    c, out = campaign(write_config(tmp_path))
+    summary = c.run()
+    run_dir = Path(summary["run_dir"])
+    assert summary["status"] == "finished" and summary["generation"] == 2, out.getvalue()
+    assert {p.name for p in run_dir.iterdir()} >= {"config.yaml", "run.json", "history.msgpack", "events.msgpack",
+                                                   "checkpoints", "best_kernel.py", "summary.json"}
+    assert json.loads((run_dir / "summary.json").read_text()) == json.loads(json.dumps(summary))
+    best = summary["best"]
+    assert best["speedup_over_seed"] > 1.0 and best["latency_source"] == "model"
+    assert summary["seed"]["latency_ms"] == pytest.approx(9.0)  # fake_latency_ms of the seed
+    records = history(run_dir)
+    assert_nothing_evaluated_twice(records)
+    assert summary["evaluations"] == len(records) and summary["cache_hits"] > 0  # islands share the cache
+    for r in records:
+        o = r["origin"]
+        assert {"parents", "mutator", "island", "generation"} <= set(o) and r["evaluation"]["status"]
+        assert o["mutator"] == "seed" or o["parents"]
+    assert events(run_dir, "migration") and "island 1 gen 2" in out.getvalue()
+    cps = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
+    assert cps == ["gen-000001", "gen-000002"]
+    state = unpack((run_dir / "checkpoints" / "gen-000002" / "island-00.msgpack").read_bytes())
+    assert state["generation"] == 2 and state["population"]
+    assert "api_key" not in (run_dir / "config.yaml").read_text()
+
+
+def test_the_best_kernel_file_runs_with_triton_alone(ray_cluster, tmp_path):
+    summary = campaign(write_config(tmp_path, budget={"generations": 1}))[0].run()
+    kernel = Path(summary["run_dir"]) / "best_kernel.py"
+    script = textwrap.dedent(f"""
+        import importlib.util, numpy as np, torch
+        spec = importlib.util.spec_from_file_location("best", {str(kernel)!r})
+        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+        x = torch.randn(5, 300)
+        y = torch.empty_like(x)
+        m.kernel(x, y)
+        ref = np.exp(x.numpy() - x.numpy().max(1, keepdims=True)); ref /= ref.sum(1, keepdims=True)
+        assert np.allclose(y.numpy(), ref, atol=1e-6), abs(y.numpy() - ref).max()
+        print("params", m.PARAMS)
+    """)
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd="/tmp",
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert f"params {summary['best']['params']}" in p.stdout
+
+
+def test_a_killed_island_actor_is_restored_from_its_checkpoint(ray_cluster, tmp_path):
+    import ray
+
+    c, out = campaign(write_config(tmp_path, budget={"generations": 3}))
+    c.start()
+    c.advance()
+    c.advance()
+    pid = ray.get(c.actors[0].pid.remote())
+    os.kill(pid, signal.SIGKILL)
+    c.advance()
+    c.finish("finished", "test")
+    run_dir = c.store.path
+    [restored] = events(run_dir, "island_restored")
+    assert restored["island"] == 0 and restored["from_generation"] == 1
+    assert "island 0 died" in out.getvalue() and c.rows[0].restored == 1
+    assert [r.generation for r in c.rows] == [2, 2]
+    assert_nothing_evaluated_twice(history(run_dir))  # the restored island's redo came from the cache
+    cp = RunStore.open(run_dir).latest_checkpoint()
+    assert cp is not None and unpack(cp.islands[0])["generation"] == 2
+
+
+def test_hung_crashing_and_killed_evaluators_give_verdicts_and_are_replaced(ray_cluster, tmp_path):
+    """A hanging kernel times out in its worker, a segfault is a crash, an evaluator actor that hangs
+    is killed and replaced (timeout), and evaluator actors killed from outside are replaced."""
+    import ray
+
+    config = write_config(tmp_path, evaluation={"device": "cpu", "timeout_s": 6},
+                          evaluators={"count": 2, "actor_timeout_s": 25},
+                          islands={"count": 1, "population": 2, "offspring": 1}, budget={"generations": 3})
+    hooks = CampaignHooks(mutator_factory=fault_mutator_factory, evaluator_factory=fault_evaluator_factory)
+    c, out = campaign(config, hooks)
+    c.start()
+    c.advance()  # generation 0: the seed and draws from its SPACE
+    for e in ray.get(c.broker.get_stats.remote()).evaluators:
+        os.kill(e.pid, signal.SIGKILL)  # both, so the next evaluation meets a dead actor for sure
+    while not any(r["origin"]["mutator"] == "faults" for r in history(c.store.path)):
+        assert c.generation < 8, "the fault mutator was never chosen"
+        c.advance()  # the fault mutator fires when first chosen (weights 1:1)
+    c.finish("finished", "test")
+    records = history(c.store.path)
+    assert_nothing_evaluated_twice(records)
+    by_note = {r["origin"]["note"]: r["evaluation"] for r in records if r["origin"]["mutator"] == "faults"}
+    assert by_note["hang"]["status"] == "timeout" and "killed and replaced" in by_note["hang"]["reason"]
+    assert by_note["segfault"]["status"] == "crash"
+    assert by_note["actor-hang"]["status"] == "timeout" and "did not answer" in by_note["actor-hang"]["reason"]
+    assert by_note["faster"]["status"] == "ok"
+    # the killed evaluators were replaced and their next candidates evaluated, not blamed
+    assert not [r for r in records if "evaluator actors died" in r["evaluation"]["reason"]]
+    replaced = events(c.store.path, "evaluator_replaced")
+    assert len(replaced) >= 3  # the hung actor, and both killed ones
+    assert c.summary["best"]["latency_ms"] == pytest.approx(fake_latency_ms_of_faster())
+    assert "replaced by" in out.getvalue()
+
+
+def fake_latency_ms_of_faster() -> float:
+    from evo.candidate import Candidate
+
+    from .islands_fakes import FASTER_SOFTMAX
+
+    return fake_latency_ms(Candidate.from_source(FASTER_SOFTMAX))

@@ -1,0 +1,121 @@
+"""Campaigns as users start them on a cluster: `ray job submit --working-dir .` to a Ray head with
+two (advertised) GPUs, a driver joining through RAY_ADDRESS that is killed with SIGKILL and resumed,
+and the embedded local Ray when there is no cluster.
+
+This machine has no CUDA: the head advertises `--num-gpus=2`, so the evaluator actors are placed one
+per GPU (Ray gives each its own CUDA_VISIBLE_DEVICES) and, since torch sees no CUDA, they evaluate in
+the Triton interpreter. Mutators and latency are the fakes of `tests.campaign_job`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evo.run_store import MsgpackLog
+
+from .conftest import ROOT
+from .ray_head import RAY, RayHead
+from .test_campaign_ray import assert_nothing_evaluated_twice, events, history, write_config
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def gpu_head() -> Iterator[RayHead]:
+    head = RayHead(num_cpus=2, num_gpus=2, dashboard=True).start()
+    try:
+        yield head
+    finally:
+        head.stop()
+
+
+def result_line(output: str) -> dict:
+    """The JSON line `evo run` prints last."""
+    lines = [ln for ln in output.splitlines() if ln.startswith('{"status"')]
+    assert lines, output[-3000:]
+    return json.loads(lines[-1])
+
+
+def test_a_job_submitted_with_its_working_dir_places_one_evaluator_per_gpu(gpu_head, tmp_path):
+    config = write_config(tmp_path, evaluation={"device": "auto", "timeout_s": 30})
+    cmd = [RAY, "job", "submit", "--address", gpu_head.dashboard_url, "--working-dir", ".", "--",
+           "python", "-m", "tests.campaign_job", "run", str(config), "--output", str(tmp_path / "out")]
+    p = subprocess.run(cmd, cwd=ROOT, env=gpu_head.env(), capture_output=True, text=True, timeout=600)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-4000:]
+    result = result_line(out)
+    assert result["status"] == "finished" and result["best_speedup"] > 1.0
+    assert "island 1 gen 2:" in out  # plain progress lines under `ray job logs`
+    run_dir = Path(result["run_dir"])
+    assert run_dir.parent == tmp_path / "out"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    evaluators = summary["evaluators"]
+    assert len(evaluators) == 2
+    assert sorted(e["cuda_visible_devices"] for e in evaluators) == ["0", "1"]  # one GPU each
+    assert all(len(e["gpu_ids"]) == 1 for e in evaluators)
+    assert {e["device"] for e in evaluators} == {"cpu"}  # torch sees no CUDA here: the interpreter
+    records = history(run_dir)
+    assert records and {r["evaluator"] for r in records} <= {e["name"] for e in evaluators}
+    assert all(r["evaluation"]["device"] == "cpu" for r in records)
+    assert_nothing_evaluated_twice(records)
+
+
+def wait_for(predicate, timeout: float, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert proc.poll() is None, f"the driver ended early: {log.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"timed out: {log.read_text()[-3000:]}"
+        time.sleep(0.2)
+
+
+def test_a_driver_killed_with_sigkill_resumes_with_nothing_lost_or_repeated(gpu_head, tmp_path):
+    config = write_config(tmp_path, budget={"generations": 5})
+    env = {**gpu_head.env(), "RAY_ADDRESS": gpu_head.address}
+    log = tmp_path / "driver.log"
+    with open(log, "wb") as f:
+        driver = subprocess.Popen([sys.executable, "-m", "tests.campaign_job", "run", str(config)], cwd=ROOT,
+                                  env=env, stdout=f, stderr=subprocess.STDOUT)
+    try:
+        runs = tmp_path / "runs"
+        wait_for(lambda: any(runs.glob("*/checkpoints/gen-000002/driver.msgpack")), 300, driver, log)
+    finally:
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait()
+    [run_dir] = list(runs.iterdir())
+    before = history(run_dir)
+    assert before
+    p = subprocess.run([sys.executable, "-m", "tests.campaign_job", "run", str(config), "--resume", str(run_dir)],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-4000:]
+    assert "resuming from the checkpoint of generation" in out
+    after = history(run_dir)
+    assert after[: len(before)] == before  # append-only: every earlier evaluation kept as it was
+    assert_nothing_evaluated_twice(after)  # and none repeated
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["generation"] == 5
+    assert summary["evaluations"] == len(after)
+    assert len(events(run_dir, "resume")) == 1
+    assert [e["status"] for e in MsgpackLog(run_dir / "events.msgpack").read() if e["kind"] == "stop"] == ["finished"]
+
+
+def test_without_a_cluster_evo_run_starts_its_own_ray(tmp_path):
+    config = write_config(tmp_path, islands={"count": 1, "population": 2, "offspring": 1},
+                          evaluators={"count": 1}, budget={"generations": 1})
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["RAY_AUTH_MODE"] = "disabled"  # Ray's default would write a token into the home directory
+    p = subprocess.run([sys.executable, "-m", "tests.campaign_job", "run", str(config)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+    result = result_line(p.stdout)
+    assert result["status"] == "finished" and Path(result["run_dir"]).is_dir()
+    assert "1 CPU evaluator(s)" in p.stdout
