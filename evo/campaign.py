@@ -93,7 +93,7 @@ class Campaign:
         isl = self.cfg.islands
         self.specs = [IslandSpec(
             IslandSettings(i, isl.population, isl.offspring, isl.tournament_size, isl.hall_of_fame),
-            task_spec, tuple(self.cfg.mutators), self.cfg.selection.policy, self.cfg.seed,
+            task_spec, tuple(self.cfg.mutators), self.cfg.selection, self.cfg.seed,
             str(self.store.path), self.hooks.mutator_factory) for i in range(isl.count)]
         cp = self.store.latest_checkpoint() if self.p.resumed else None
         if cp is not None:

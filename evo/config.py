@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evo import dtypes
-from mutators.config import MutatorConfig
+from mutators.config import MutatorConfig, SelectionConfig
 
 
 class ConfigError(ValueError):
@@ -124,13 +124,6 @@ class EvaluatorsConfig(Strict):
     count: int | None = Field(default=None, ge=1)
     cpus_per_evaluator: float = Field(default=1.0, gt=0)
     actor_timeout_s: float | None = Field(default=None, gt=0)  # default: from evaluation.timeout_s
-
-
-class SelectionConfig(Strict):
-    """How an island picks the mutator for each parent: `fixed` draws by the mutators' weights.
-    (The mutators package brings UCB1 and Thompson sampling under the same key.)"""
-
-    policy: Literal["fixed"] = "fixed"
 
 
 class BudgetConfig(Strict):

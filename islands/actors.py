@@ -24,8 +24,9 @@ from islands.evaluator_actor import TaskSpec
 from islands.individual import Individual
 from islands.island import Island, IslandSettings, mutator_names
 from islands.report import GenerationReport
-from islands.selection import OperatorStats, build_selector
 from mutators.base import Mutator
+from mutators.config import SelectionConfig, build_selector
+from mutators.selection import OperatorStats
 
 MutatorFactory = Callable[..., Mutator]  # (cfg, *, run_dir: Path, seed: int) -> Mutator
 
@@ -40,7 +41,7 @@ class IslandSpec:
     settings: IslandSettings
     task: TaskSpec
     mutators: tuple[Any, ...]  # mutators.config.MutatorConfig entries
-    policy: str  # the `selection.policy` of the config
+    selection: SelectionConfig
     seed: int
     run_dir: str
     mutator_factory: MutatorFactory
@@ -65,7 +66,8 @@ class IslandActor:
         mutators = [spec.mutator_factory(cfg, run_dir=Path(spec.run_dir), seed=mutator_seed(spec.seed, i, j))
                     for j, cfg in enumerate(spec.mutators)]
         weights = dict(zip(mutator_names(mutators), (cfg.weight for cfg in spec.mutators)))
-        self.island = Island(spec.settings, task=task, mutators=mutators, selector=build_selector(spec.policy, weights),
+        selector = build_selector(spec.selection, weights)
+        self.island = Island(spec.settings, task=task, mutators=mutators, selector=selector,
                              service=BrokerService(broker), seed=spec.seed)
         if state is not None:
             self.island.load_state(unpack(state))

@@ -34,8 +34,8 @@ from islands.checkpoint import island_state, load_island_state
 from islands.evaluation import FULL, EvalRequest, EvalResult, EvaluationService
 from islands.individual import Individual, Origin, Tier, same_id
 from islands.report import FailedProposal, GenerationReport, Tally
-from islands.selection import Outcome, Selector
 from mutators.base import EvaluateFn, MutationContext, Mutator, Proposal
+from mutators.selection import Outcome, Selector
 
 
 class IslandError(RuntimeError):

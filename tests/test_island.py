@@ -13,7 +13,7 @@ from islands.checkpoint import CheckpointError
 from islands.evaluation import EvalCache, EvalRecord, LocalEvaluationService
 from islands.individual import Individual, Origin, Tier
 from islands.island import Island, IslandError, IslandSettings, mutator_names
-from islands.selection import FixedWeights
+from mutators.selection import FixedWeights
 
 from .islands_fakes import (
     EchoMutator,
