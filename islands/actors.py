@@ -61,6 +61,10 @@ class IslandActor:
     """One `Island` in its own process; restored from `state` (a packed checkpoint) when given."""
 
     def __init__(self, spec: IslandSpec, broker: Any, state: bytes | None = None) -> None:
+        import optuna
+
+        # one INFO line per trial would drown the campaign's own progress lines in `ray job logs`
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
         task = spec.task.build()
         i = spec.settings.index
         mutators = [spec.mutator_factory(cfg, run_dir=Path(spec.run_dir), seed=mutator_seed(spec.seed, i, j))
