@@ -3,7 +3,7 @@
     PYTHONPATH=. python3 bench/gpu_check.py OUT_DIR [--tasks softmax,matmul] [--baselines seed,torch]
 
 For each task this runs the same code path as ``evo eval`` on the CUDA device (equivalence on the
-GPU, then timing against the seed, torch eager and torch.compile in the same worker), and the
+GPU, then timing interleaved with the seed, torch eager and torch.compile in the same worker), and the
 latency model of the same GPU (its profile, when known) for comparison. It prints a table and
 writes ``OUT_DIR/gpu_check.json``. Exit status: 0 when every variant passed and every known-better
 kernel measured faster than its seed, 1 otherwise, 2 without a CUDA device. Sized to finish in
@@ -45,6 +45,15 @@ def _cuda_device() -> str | None:
 
 def _fmt(x: float | None, spec: str = ".1f") -> str:
     return "-" if x is None else format(x, spec)
+
+
+def _spin(ev: Evaluation) -> str:
+    """The GPU spin-up before the candidate's timing: how long, and how the chunk time fell."""
+    sp = ev.latency_detail.get("spin_up")
+    if not sp:
+        return ""
+    return (f"; spin-up {sp['ms']:.0f} ms, chunk {sp['first_ms']:.2f} -> {sp['last_ms']:.2f} ms"
+            f"{'' if sp['settled'] else ' (not settled)'}")
 
 
 def _row(task: str, variant: str, ev: Evaluation, model: Any) -> dict[str, Any]:
@@ -130,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
                     modelled = model.measure(cand)
                     rows.append(_row(name, variant, verdict, modelled))
                     print(f"  {name}/{variant}: {verdict.status.value} measured {_fmt(rows[-1]['measured_us'])} us, "
-                          f"model {_fmt(rows[-1]['model_us'])} us ({time.monotonic() - t0:.1f} s)", flush=True)
+                          f"model {_fmt(rows[-1]['model_us'])} us ({time.monotonic() - t0:.1f} s){_spin(verdict)}",
+                          flush=True)
                     if not verdict.ok:
                         failures.append(f"{name}/{variant}: {verdict.status.value}: {verdict.reason}")
             seed_row, better_row = rows[-2], rows[-1]

@@ -3,12 +3,18 @@
 ``bench_setup`` receives the inputs at the bench size once per worker and makes the rotated
 copies (copy i holds the float inputs rolled by i * 7919 elements: the same values in other
 places, so results differ between copies; integer inputs are shared), the outputs of each copy,
-and the L2 flush buffer (4x the device's L2, at least 256 MB). ``bench`` times one subject with
-`fitness.timer.measure`: the loaded candidate module (``module``: the candidate or the seed), or
-the task's torch reference eager (``torch``) or compiled (``torch_compile``). After timing a
-module, its outputs are also compared with the reference computed in float64 on the
-GPU, when the task has one, copy by copy: a kernel right at check sizes and wrong at bench sizes
-(an index overflow, say) is caught here, and so is one that replays an earlier copy's answer.
+the L2 flush buffer (4x the device's L2, at least 256 MB) and the operands of the spin-up work.
+
+``bench`` times one subject (``which``): the loaded candidate module (``module``: the candidate or
+the seed), or the task's torch reference eager (``torch``) or compiled (``torch_compile``); and,
+interleaved with it (`fitness.timer.measure_interleaved`), the baselines named in ``with``:
+``torch``, ``torch_compile`` or a module kept earlier (``keep_as``: the module just timed stays
+loaded under that name, writing to outputs of its own, for later ``with``). ``spin_up`` (the
+settings of `fitness.timer.spin_up`), when given, keeps the GPU busy with matmuls first, until
+its clocks have settled. After timing a module, its outputs are also compared with the
+reference computed in float64 on the GPU, when the task has one, copy by copy: a kernel right at
+check sizes and wrong at bench sizes (an index overflow, say) is caught here, and so is one that
+replays an earlier copy's answer.
 """
 
 from __future__ import annotations
@@ -17,27 +23,18 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from fitness.timer import TimerSettings, measure
+from fitness.timer import CudaEventClock, SpinUpSettings, Subject, TimerSettings, measure_interleaved, spin_up
 from fitness.worker_ops import make_tensor
 
 
-class CudaEventClock:
-    """CUDA events around one repetition; `stop` synchronizes the whole device (every stream)."""
+@dataclass(frozen=True)
+class _Kept:
+    """A module kept as a baseline: what `launch` needs, and outputs of its own."""
 
-    def __init__(self, torch: Any) -> None:
-        self.torch = torch
-        self._start: Any = None
-        self._end: Any = None
-
-    def start(self) -> None:
-        self._start = self.torch.cuda.Event(enable_timing=True)
-        self._end = self.torch.cuda.Event(enable_timing=True)
-        self._start.record()
-
-    def stop(self) -> float:
-        self._end.record()
-        self.torch.cuda.synchronize()
-        return float(self._start.elapsed_time(self._end))
+    module: Any
+    params: dict[str, Any]
+    filename: str
+    outputs: list[Any]
 
 
 @dataclass
@@ -48,8 +45,13 @@ class _State:
     flush: Any
     task: dict[str, Any]
     tolerance: tuple[float, float]
+    spin: tuple[Any, Any, Any]
     references: dict[str, Any] = field(default_factory=dict)
     expected64: dict[int, list[Any]] = field(default_factory=dict)
+    kept: dict[str, _Kept] = field(default_factory=dict)
+
+
+_SPIN_N = 4096  # spin-up work: matmuls of this size, 8 per chunk (about 2 ms on an H100 at full clocks)
 
 
 def _rotated(torch: Any, t: Any, i: int) -> Any:
@@ -105,6 +107,7 @@ class BenchOps:
             flush=torch.empty(max(4 * l2, 256 * 1024 * 1024), dtype=torch.int8, device=self.device),
             task=dict(msg["task"]),
             tolerance=(float(msg["tolerance"][0]), float(msg["tolerance"][1])),
+            spin=tuple(torch.randn(_SPIN_N, _SPIN_N, device=self.device, dtype=torch.float16) for _ in range(3)),
         )
         torch.cuda.synchronize()
         return {"ok": True, "device_name": torch.cuda.get_device_name(0), "l2_bytes": l2, "copies": copies,
@@ -172,68 +175,116 @@ class BenchOps:
         return worst
 
     # -- timing ------------------------------------------------------------------------------------
-    def bench(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def _busy(self) -> None:
+        """One chunk of spin-up work: matmuls, whose time follows the SM clock."""
+        assert self.state is not None
+        a, b, c = self.state.spin
+        for _ in range(8):
+            self.torch.mm(a, b, out=c)
+
+    def _module_subject(self) -> Subject:
+        """The loaded module, on each copy's own outputs, re-checked after timing."""
         from fitness.worker_guard import CandidateGuard
 
+        st, torch, runner = self.state, self.torch, self.runner
+        assert st is not None
+        if runner.module is None:
+            raise LookupError("no candidate loaded")
+        module, params, filename = runner.module, runner.params, runner.filename or ""
+        remembered: dict[int, list[Any]] = {}
+
+        def run(i: int) -> None:
+            with CandidateGuard(filename):
+                module.launch(*st.inputs[i], *st.outputs[i], **params)
+
+        def remember(i: int) -> None:
+            torch.cuda.synchronize()
+            remembered[i] = [o.clone() for o in st.outputs[i]]
+
+        def recheck(i: int) -> str | None:
+            for k, (now, before) in enumerate(zip(st.outputs[i], remembered[i])):
+                if not torch.equal(now, before):
+                    r = self._error_ratio([now], [before.double()])
+                    if r > 1.0:
+                        return f"output {k} after timing differs from the untimed run ({r:.3g}x the tolerance)"
+            return None
+
+        return Subject("module", run, lambda i: _poison(st.outputs[i]), remember, recheck)
+
+    def _baseline_subject(self, name: str, *, optional: bool) -> Subject:
+        """A torch reference (``torch``, ``torch_compile``) or a kept module; LookupError if unknown."""
+        from fitness.worker_guard import CandidateGuard
+
+        st, torch = self.state, self.torch
+        assert st is not None
+        kept = st.kept.get(name)
+        if kept is not None:
+            def run_kept(i: int, k: _Kept = kept) -> None:
+                with CandidateGuard(k.filename):
+                    k.module.launch(*st.inputs[i], *k.outputs, **k.params)
+
+            def poison_kept(i: int, k: _Kept = kept) -> None:
+                _poison(k.outputs)
+
+            return Subject(name, run_kept, poison_kept, optional=optional)
+        if name not in ("torch", "torch_compile"):
+            raise LookupError(f"no baseline {name!r} kept in this worker session")
+        fn = self._reference(name == "torch_compile")
+        inputs = st.inputs
+
+        def run_ref(i: int) -> None:
+            with torch.no_grad():
+                fn(*inputs[i])
+
+        return Subject(name, run_ref, optional=optional)
+
+    def bench(self, msg: dict[str, Any]) -> dict[str, Any]:
         st, torch, runner = self.state, self.torch, self.runner
         if st is None or st.key != msg["key"]:
             return {"ok": False, "kind": "need_setup", "message": "bench inputs not set up"}
         settings = TimerSettings(**{**msg.get("timer", {}), "copies": len(st.inputs)})
         clock = CudaEventClock(torch)
         which = msg["which"]
-        if which == "module":
-            if runner.module is None:
-                return {"ok": False, "kind": "crash", "message": "no candidate loaded"}
-            module, params, filename = runner.module, runner.params, runner.filename or ""
-            remembered: dict[int, list[Any]] = {}
-
-            def run(i: int) -> None:
-                with CandidateGuard(filename):
-                    module.launch(*st.inputs[i], *st.outputs[i], **params)
-
-            def remember(i: int) -> None:
-                torch.cuda.synchronize()
-                remembered[i] = [o.clone() for o in st.outputs[i]]
-
-            def recheck(i: int) -> str | None:
-                for k, (now, before) in enumerate(zip(st.outputs[i], remembered[i])):
-                    if not torch.equal(now, before):
-                        r = self._error_ratio([now], [before.double()])
-                        if r > 1.0:
-                            return f"output {k} after timing differs from the untimed run ({r:.3g}x the tolerance)"
-                return None
-
-            try:
-                timing = measure(run, clock=clock, flush=st.flush.zero_,
-                                 prepare=lambda i: _poison(st.outputs[i]),
-                                 remember=remember, recheck=recheck, settings=settings)
-                torch.cuda.synchronize()
-            except BaseException as e:
-                return dict(runner.failure(e))
-            ratio = None
-            try:  # every copy's outputs against its own reference: no answer can be replayed
-                ratio = max(self._error_ratio(st.outputs[i], self._expected64(i)) for i in range(len(st.inputs)))
-            except LookupError:
-                pass
-            except Exception as e:
-                if "CUDA" in str(e):
-                    return dict(runner.failure(e))
-            return {"ok": True, "timing": timing.to_dict(), "bench_error_ratio": ratio}
         try:
-            fn = self._reference(which == "torch_compile")
-            inputs = st.inputs
-
-            def run_ref(i: int) -> None:
-                with torch.no_grad():
-                    fn(*inputs[i])
-
-            timing = measure(run_ref, clock=clock, flush=st.flush.zero_, settings=settings)
+            main = self._module_subject() if which == "module" else self._baseline_subject(which, optional=False)
         except LookupError as e:
+            if which == "module":
+                return {"ok": False, "kind": "crash", "message": str(e)}
             return {"ok": False, "kind": "unavailable", "message": str(e)}
+        errors: dict[str, str] = {}
+        baselines = []
+        for name in msg.get("with", []):
+            try:
+                baselines.append(self._baseline_subject(name, optional=True))
+            except Exception as e:
+                errors[name] = f"{name} baseline failed: {type(e).__name__}: {e}"
+        try:
+            spun = spin_up(self._busy, clock=clock, settings=SpinUpSettings(**msg["spin_up"])) \
+                if msg.get("spin_up") is not None else None
+            session = measure_interleaved([main, *baselines], clock=clock, flush=st.flush.zero_, settings=settings)
+            torch.cuda.synchronize()
         except BaseException as e:
-            if isinstance(e, (SystemExit, KeyboardInterrupt)):
-                raise
-            if "illegal memory access" in str(e):
+            if which == "module" or isinstance(e, (SystemExit, KeyboardInterrupt)) or "illegal memory access" in str(e):
                 return dict(runner.failure(e))
             return {"ok": False, "kind": "unavailable", "message": f"{which} baseline failed: {type(e).__name__}: {e}"}
-        return {"ok": True, "timing": timing.to_dict()}
+        errors.update({n: f"{n} baseline failed: {m}" for n, m in session.errors.items()})
+        reply: dict[str, Any] = {
+            "ok": True, "timing": session.timings[main.name].to_dict(),
+            "baselines": {n: t.to_dict() for n, t in session.timings.items() if n != main.name},
+            "baseline_errors": errors, "spin_up": None if spun is None else spun.to_dict(),
+        }
+        if which != "module":
+            return reply
+        ratio = None
+        try:  # every copy's outputs against its own reference: no answer can be replayed
+            ratio = max(self._error_ratio(st.outputs[i], self._expected64(i)) for i in range(len(st.inputs)))
+        except LookupError:
+            pass
+        except Exception as e:
+            if "CUDA" in str(e):
+                return dict(runner.failure(e))
+        reply["bench_error_ratio"] = ratio
+        if msg.get("keep_as"):
+            st.kept[str(msg["keep_as"])] = _Kept(runner.module, dict(runner.params), runner.filename or "",
+                                                 [torch.empty_like(o) for o in st.outputs[0]])
+        return reply

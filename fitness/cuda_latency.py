@@ -2,12 +2,17 @@
 in the same worker session, with a speed-of-light sanity bound.
 
 Per worker session (a replaced worker starts a new one): the bench inputs are sent once
-(``bench_setup``), then the baselines are timed: the task's seed candidate, torch eager and
-torch.compile of the task's torch reference (a native task's ``torch_reference``, a KernelBench
-``Model``). Each candidate is then timed the same way (`fitness.cuda_bench`). A candidate is
-rejected when its outputs change during timing or are wrong at the bench size (``wrong_output``),
-when its time is below the speed-of-light bound of the device (``unsafe``), or when it fails on
-the GPU (``crash``: the worker, whose CUDA context is gone, is replaced).
+(``bench_setup``), then the baselines are timed together: the task's seed candidate (which the
+worker then keeps loaded), torch eager and torch.compile of the task's torch reference (a native
+task's ``torch_reference``, a KernelBench ``Model``). Each candidate is then timed interleaved
+with every baseline that timed there (`fitness.cuda_bench`, `fitness.timer.measure_interleaved`):
+its speedups are ratios of times taken under the same GPU clocks, not against a figure from
+minutes before. Every timing op first keeps the GPU busy until its clocks settle (`spin_up`,
+longer before the first timed subject of a worker session: an idle GPU is clocked down).
+
+A candidate is rejected when its outputs change during timing or are wrong at the bench size
+(``wrong_output``), when its time is below the speed-of-light bound of the device (``unsafe``),
+or when it fails on the GPU (``crash``: the worker, whose CUDA context is gone, is replaced).
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ from fitness.status import LatencySource, Status
 
 _KINDS = {"crash": Status.CRASH, "compile_error": Status.COMPILE_ERROR, "lint_error": Status.LINT_ERROR,
           "timeout": Status.TIMEOUT, "unsafe": Status.UNSAFE}
+
+
+class _NeedSetup(Exception):
+    """The worker lost the bench inputs (replaced, or set up for another task): start over."""
 
 
 class _Rejected(Exception):
@@ -57,9 +66,11 @@ class CudaLatency:
         self.key = f"{task.key}:{size_key(self.size)}"
         self._setup_session = -1
         self._baseline_session = -1
+        self._spun_session = -1
         self.device_name = ""
-        self.baselines_ms: dict[str, float] = {}
+        self.baselines_ms: dict[str, float] = {}  # timed at the start of the worker session
         self.baseline_notes: dict[str, str] = {}
+        self.adjacent: list[str] = []  # baselines timed alongside each candidate
 
     @property
     def _session(self) -> int:
@@ -72,9 +83,9 @@ class CudaLatency:
             raise _Rejected(Status.TIMEOUT, f"{what} did not finish: {e} (worker replaced)") from None
         except WorkerDied as e:
             raise _Rejected(Status.CRASH, f"{what}: {e.reason}") from None
-        if reply.get("kind") == "need_setup":  # the worker was replaced since the setup
-            self._setup()
-            return self._request(msg, what)
+        if reply.get("kind") == "need_setup":  # the worker was replaced or set up for another task
+            self._setup_session = -1
+            raise _NeedSetup(what)
         return reply
 
     def _setup(self) -> None:
@@ -91,14 +102,22 @@ class CudaLatency:
         self._setup_session = self._session
         self._baseline_session = -1
 
-    def _time_module(self, candidate: Candidate, level: str, what: str) -> dict[str, Any]:
+    def _spin_up(self) -> dict[str, Any]:
+        """The spin-up of the next timing op: the long one once per worker session."""
+        if self._spun_session != self._session:
+            self._spun_session = self._session
+            return self.settings.spin_up_first.__dict__
+        return self.settings.spin_up.__dict__
+
+    def _time_module(self, candidate: Candidate, level: str, what: str, *, with_: list[str],
+                     keep_as: str | None = None) -> dict[str, Any]:
         reply = self._request({"op": "load", "source": candidate.source, "params": candidate.params,
                                "name": candidate.id}, f"loading {what}")
         if not reply.get("ok"):
             raise _Rejected(_KINDS.get(str(reply.get("kind")), Status.CRASH), str(reply.get("message")))
         timer = self.settings.quick_timer if level == "quick" else self.settings.timer
-        reply = self._request({"op": "bench", "key": self.key, "which": "module", "timer": timer.__dict__},
-                              f"timing {what}")
+        reply = self._request({"op": "bench", "key": self.key, "which": "module", "timer": timer.__dict__,
+                               "with": with_, "keep_as": keep_as, "spin_up": self._spin_up()}, f"timing {what}")
         if not reply.get("ok"):
             status = _KINDS.get(str(reply.get("kind")), Status.CRASH)
             message = str(reply.get("message"))
@@ -108,48 +127,66 @@ class CudaLatency:
         return reply
 
     def _baselines(self) -> None:
+        """Time the baselines of this worker session together; the seed stays loaded in the worker."""
         if self._baseline_session == self._session:
             return
-        self.baselines_ms, self.baseline_notes = {}, {}
-        for name in self.settings.baselines:
-            if name == "seed":
-                if self.task.seed_source is None:
-                    continue
-                try:
-                    r = self._time_module(Candidate.from_source(self.task.seed_source), "full", "the seed")
-                    self.baselines_ms["seed"] = float(r["timing"]["median_ms"])
-                except _Rejected as e:
-                    self.baseline_notes["seed"] = f"{e.status.value}: {e.reason}"
-                continue
-            reply = self._request(
-                {"op": "bench", "key": self.key, "which": name, "timer": self.settings.timer.__dict__},
-                f"timing the {name} baseline")
+        self.baselines_ms, self.baseline_notes, self.adjacent = {}, {}, []
+        torch_names = [b for b in self.settings.baselines if b != "seed"]
+        if "seed" in self.settings.baselines and self.task.seed_source is not None:
+            try:
+                r = self._time_module(Candidate.from_source(self.task.seed_source), "full", "the seed",
+                                      with_=torch_names, keep_as="seed")
+            except _Rejected as e:
+                self.baseline_notes["seed"] = f"{e.status.value}: {e.reason}"
+            else:
+                self.baselines_ms["seed"] = float(r["timing"]["median_ms"])
+                self.baselines_ms.update({k: float(t["median_ms"]) for k, t in r.get("baselines", {}).items()})
+                self.baseline_notes.update(r.get("baseline_errors", {}))
+                torch_names = []
+        for name in torch_names:  # no seed to time them with: one at a time
+            reply = self._request({"op": "bench", "key": self.key, "which": name, "timer": self.settings.timer.__dict__,
+                                   "spin_up": self._spin_up()}, f"timing the {name} baseline")
             if reply.get("ok"):
                 self.baselines_ms[name] = float(reply["timing"]["median_ms"])
             else:
                 self.baseline_notes[name] = str(reply.get("message"))
+        self.adjacent = [b for b in self.settings.baselines if b in self.baselines_ms]
         self._baseline_session = self._session
+
+    def _timed(self, candidate: Candidate, level: str) -> dict[str, Any]:
+        """The candidate's bench reply, baselines set up first; once more if the worker lost them."""
+        lost = 0
+        while True:
+            try:
+                if self._setup_session != self._session:
+                    self._setup()
+                self._baselines()
+                return self._time_module(candidate, level, "the candidate", with_=self.adjacent)
+            except _NeedSetup as e:
+                lost += 1
+                if lost == 3:
+                    raise _Rejected(Status.CRASH, f"{e}: the worker keeps losing its bench inputs") from None
 
     def measure(self, candidate: Candidate, level: str = "full") -> LatencyResult:
         try:
-            if self._setup_session != self._session:
-                self._setup()
-            self._baselines()
-            reply = self._time_module(candidate, level, "the candidate")
+            reply = self._timed(candidate, level)
         except _Rejected as e:
             return LatencyResult(e.status, e.reason, source=LatencySource.CUDA, gpu=self.device_name)
         timing = reply["timing"]
         latency = float(timing["median_ms"])
+        adjacent = {k: float(t["median_ms"]) for k, t in reply.get("baselines", {}).items()}
+        notes = {**self.baseline_notes, **reply.get("baseline_errors", {})}
         gpu = profile_for_device(self.device_name) or generous_profile()
         sol = sol_ms(self.task, self.size, gpu)
         sol_bound = sol_ms(self.task, self.size, gpu, bound=True)
         detail: dict[str, Any] = {
             "gpu": self.device_name, "size": self.size, "median_ms": latency, "min_ms": timing["min_ms"],
             "max_ms": timing["max_ms"], "reps": timing["reps"], "copies": timing["copies"],
-            "baselines_ms": dict(self.baselines_ms),
+            "baselines_ms": adjacent, "session_baselines_ms": dict(self.baselines_ms),
+            "spin_up": reply.get("spin_up"),
         }
-        if self.baseline_notes:
-            detail["baseline_errors"] = dict(self.baseline_notes)
+        if notes:
+            detail["baseline_errors"] = notes
         if sol is not None:
             detail["sol_ms"] = sol
             detail["sol_bound_ms"] = sol_bound
@@ -157,7 +194,7 @@ class CudaLatency:
             detail["bench_error_ratio"] = reply["bench_error_ratio"]
         result = LatencyResult(
             source=LatencySource.CUDA, latency_ms=latency, detail=detail, gpu=self.device_name,
-            speedups={k: v / latency for k, v in self.baselines_ms.items() if latency > 0},
+            speedups={k: v / latency for k, v in adjacent.items() if latency > 0},
             roofline_fraction=None if sol is None else min(sol / latency, 1.0),
         )
         ratio = reply.get("bench_error_ratio")

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from fitness.interp_compat import scalar_index
 from fitness.sampling import loop_plan
 
 TAINT = "_evo_data"  # handle attribute: value derived from loaded data
@@ -154,11 +155,12 @@ class Recorder:
 
     def sampled_range(self, *args: Any, **kwargs: Any) -> Any:
         """`range` inside kernels: the first iterations and the last, weighted (see sampling)."""
+        bounds = [scalar_index(a.handle.data) if hasattr(a, "handle") else a for a in args]
         if not self.active:
-            return builtins.range(*args)
+            return builtins.range(*bounds)
         if any(self.tainted_value(a) for a in args):
             self.note("loop bounds depend on loaded data")
-        return self._iterate(builtins.range(*args))
+        return self._iterate(builtins.range(*bounds))
 
     def tl_range(self, arg1: Any, arg2: Any = None, step: Any = None, **kwargs: Any) -> Any:
         """`tl.range` / `tl.static_range` with the interpreter's argument conventions."""

@@ -29,7 +29,7 @@ from evo.task import Task
 from fitness.gpus import DEFAULT_TARGET
 from fitness.sandbox import Worker
 from fitness.status import Evaluation, LatencySource, Status
-from fitness.timer import TimerSettings
+from fitness.timer import SpinUpSettings, TimerSettings
 
 BASELINES = ("seed", "torch", "torch_compile")
 
@@ -42,7 +42,10 @@ class LatencyMode(str, Enum):
 
 @dataclass(frozen=True)
 class LatencySettings:
-    """How latency is obtained. `quick_timer` serves ``level="quick"`` evaluations on CUDA."""
+    """How latency is obtained. `quick_timer` serves ``level="quick"`` evaluations on CUDA.
+    `spin_up_first` keeps the GPU busy before the first timed subject of a worker session (an idle
+    GPU is clocked down), `spin_up` before every later timing op (the GPU idles while candidates
+    compile)."""
 
     mode: LatencyMode = LatencyMode.AUTO
     target_gpu: str = DEFAULT_TARGET
@@ -50,6 +53,8 @@ class LatencySettings:
     timer: TimerSettings = field(default_factory=TimerSettings)
     quick_timer: TimerSettings = field(
         default_factory=lambda: TimerSettings(warmup_reps=2, rep_ms=20.0, min_reps=5, max_reps=100))
+    spin_up_first: SpinUpSettings = field(default_factory=SpinUpSettings)
+    spin_up: SpinUpSettings = field(default_factory=lambda: SpinUpSettings(min_ms=20.0, max_ms=500.0))
     timeout_s: float = 300.0
     memory_mb: int = 4096
 

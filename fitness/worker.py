@@ -217,6 +217,10 @@ def main() -> None:
 
     if args.device != "cpu":
         torch.cuda.init()
+    elif not args.compile_only:
+        from fitness.interp_compat import install
+
+        install()  # older interpreters under numpy >= 2.4: loops over runtime scalars
     _exit_with_parent()  # before the memory limit: the thread's stack counts against it
     if args.memory_mb and args.device == "cpu":
         _set_memory_limit(args.memory_mb)

@@ -25,3 +25,8 @@ def test_the_known_better_softmax_measures_faster_than_its_seed_on_cuda():
     assert r.speedups["seed"] > 1.0 and "torch" in r.speedups
     assert r.roofline_fraction is not None and 0 < r.roofline_fraction <= 1
     assert r.latency_detail["reps"] >= 10 and r.latency_detail["baselines_ms"]["seed"] > r.latency_ms
+    # the seed and torch were timed again alongside the candidate, after the GPU was spun up
+    assert set(r.latency_detail["session_baselines_ms"]) == {"seed", "torch"}
+    assert set(r.latency_detail["baselines_ms"]) == {"seed", "torch"}
+    spin = r.latency_detail["spin_up"]
+    assert spin["ms"] >= LatencySettings().spin_up.min_ms and spin["chunks"] >= 1

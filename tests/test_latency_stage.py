@@ -4,6 +4,7 @@ light (with a scripted worker, no GPU), and every figure labelled with its sourc
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -21,23 +22,42 @@ MATMUL_SOL_MS = 2 * 4096**3 / 989.4e12 * 1e3  # 4096^3 fp16 on an H100 at peak: 
 
 
 class ScriptedCudaWorker:
-    """Answers the CUDA worker's latency ops from a script: times per subject, failures on demand."""
+    """Answers the CUDA worker's latency ops from a script, as `fitness.cuda_bench` does: times per
+    subject (a list: one per timing op that times it, the last repeated), baselines timed alongside
+    the subject in ``with``, a module kept under ``keep_as`` until the next setup, failures on demand."""
 
-    def __init__(self, times_ms: dict[str, float], **reply_extra: Any) -> None:
-        self.times = times_ms
+    def __init__(self, times_ms: Mapping[str, float | list[float]], **reply_extra: Any) -> None:
+        self.times = dict(times_ms)
         self.extra = reply_extra
         self.starts = 1
         self.loaded = ""
+        self.key = ""
+        self.kept: set[str] = set()
+        self.timed: dict[str, int] = {}
         self.log: list[str] = []
+        self.spin_ups: list[float] = []  # min_ms of each timing op's spin-up
+
+    def _time(self, subject: str) -> float:
+        script = self.times[subject]
+        n = self.timed.get(subject, 0)
+        self.timed[subject] = n + 1
+        return script[min(n, len(script) - 1)] if isinstance(script, list) else script
 
     def request(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
         op = msg["op"]
-        self.log.append(op if op != "bench" else f"bench:{msg['which']}:{self.loaded}")
         if op == "bench_setup":
+            self.log.append(op)
+            self.key, self.kept = msg["key"], set()
             return {"ok": True, "device_name": "NVIDIA H100 80GB HBM3", "copies": msg["copies"]}
         if op == "load":
+            self.log.append(op)
             self.loaded = "seed" if "Naive matmul" in msg["source"] else "candidate"
             return {"ok": True}
+        alongside = list(msg.get("with") or [])
+        self.log.append(f"bench:{msg['which']}:{self.loaded}" + (f"+{','.join(alongside)}" if alongside else ""))
+        if msg["key"] != self.key:
+            return {"ok": False, "kind": "need_setup", "message": "bench inputs not set up"}
+        self.spin_ups.append(msg["spin_up"]["min_ms"])
         subject = self.loaded if msg["which"] == "module" else msg["which"]
         if subject == "candidate" and "crash" in self.extra:
             self.starts += 1  # the worker that saw the fault is replaced
@@ -45,10 +65,22 @@ class ScriptedCudaWorker:
                     "fatal": True}
         if subject not in self.times:
             return {"ok": False, "kind": "unavailable", "message": f"{subject} baseline failed"}
-        t = self.times[subject]
-        timing = {"median_ms": t, "min_ms": t * 0.98, "max_ms": t * 1.1, "reps": 100, "copies": 4,
-                  "recheck_failure": self.extra.get("recheck") if subject == "candidate" else None}
-        return {"ok": True, "timing": timing, "bench_error_ratio": self.extra.get("bench_error", 0.0)}
+
+        def timing(name: str) -> dict[str, Any]:
+            t = self._time(name)
+            return {"median_ms": t, "min_ms": t * 0.98, "max_ms": t * 1.1, "reps": 100, "copies": 4,
+                    "recheck_failure": self.extra.get("recheck") if name == "candidate" else None}
+
+        baselines, errors = {}, {}
+        for name in alongside:
+            if name in self.times and (name != "seed" or "seed" in self.kept):
+                baselines[name] = timing(name)
+            else:
+                errors[name] = f"{name} baseline failed: not available"
+        if msg.get("keep_as"):
+            self.kept.add(msg["keep_as"])
+        return {"ok": True, "timing": timing(subject), "baselines": baselines, "baseline_errors": errors,
+                "spin_up": {"ms": msg["spin_up"]["min_ms"]}, "bench_error_ratio": self.extra.get("bench_error", 0.0)}
 
 
 @pytest.fixture(scope="module")
@@ -69,9 +101,10 @@ def test_a_measured_time_is_reported_as_cuda_with_speedups_over_every_baseline(m
     assert r.roofline_fraction == pytest.approx(MATMUL_SOL_MS / 0.2)
     assert r.detail["baselines_ms"] == {"seed": 4.0, "torch": 0.25, "torch_compile": 0.22}
     assert r.gpu == "NVIDIA H100 80GB HBM3"
-    # the baselines were timed in the same worker session, before the candidate
-    assert w.log == ["bench_setup", "load", "bench:module:seed", "bench:torch:seed", "bench:torch_compile:seed",
-                     "load", "bench:module:candidate"]
+    # the baselines were timed together at the start of the worker session, then again alongside
+    # the candidate, in the same timing op
+    assert w.log == ["bench_setup", "load", "bench:module:seed+torch,torch_compile",
+                     "load", "bench:module:candidate+seed,torch,torch_compile"]
 
 
 def test_a_time_below_the_speed_of_light_is_rejected_as_unsafe(matmul):
@@ -101,13 +134,64 @@ def test_an_illegal_memory_access_is_a_crash_and_the_next_session_retimes_baseli
     w.log.clear()
     r = lat.measure(Candidate.from_file(ROOT / "tasks/matmul/known_better.py"))
     assert r.status is Status.OK
-    assert w.log[0] == "bench_setup" and w.log.count("bench:module:seed") == 1
+    assert w.log[0] == "bench_setup" and w.log.count("bench:module:seed+torch,torch_compile") == 1
 
 
 def test_a_missing_baseline_is_noted_not_fatal(matmul):
     _, r = measure(matmul, ScriptedCudaWorker({"seed": 4.0, "torch": 0.25, "candidate": 0.2}))
     assert r.status is Status.OK and set(r.speedups) == {"seed", "torch"}
     assert "torch_compile baseline failed" in r.detail["baseline_errors"]["torch_compile"]
+
+
+def test_speedups_are_ratios_to_the_baselines_timed_alongside_the_candidate(matmul):
+    # the GPU ran slow while the session's baselines were timed (clocks still low), at full speed later
+    w = ScriptedCudaWorker({"seed": [7.0, 4.0], "torch": [0.5, 0.25], "torch_compile": [0.44, 0.22],
+                            "candidate": 0.2})
+    _, r = measure(matmul, w)
+    assert r.speedups == pytest.approx({"seed": 20.0, "torch": 1.25, "torch_compile": 1.1})
+    assert r.detail["baselines_ms"] == {"seed": 4.0, "torch": 0.25, "torch_compile": 0.22}
+    assert r.detail["session_baselines_ms"] == {"seed": 7.0, "torch": 0.5, "torch_compile": 0.44}
+
+
+def test_the_first_timing_op_of_a_worker_session_spins_the_gpu_up_longest(matmul):
+    w = ScriptedCudaWorker({"seed": 4.0, "torch": 0.25, "torch_compile": 0.22, "candidate": 0.2})
+    lat, _ = measure(matmul, w)
+    lat.measure(Candidate.from_file(ROOT / "tasks/matmul/known_better.py"))
+    first, later = LatencySettings().spin_up_first.min_ms, LatencySettings().spin_up.min_ms
+    assert first > later
+    assert w.spin_ups == [first, later, later]  # seed with the torch baselines, then two candidates
+    w.starts += 1  # a replaced worker is a new session: clocked down again
+    r = lat.measure(Candidate.from_file(ROOT / "tasks/matmul/known_better.py"))
+    assert w.spin_ups[3:] == [first, later] and r.detail["spin_up"] == {"ms": later}
+
+
+def test_a_worker_set_up_for_another_task_meanwhile_retimes_and_keeps_the_seed_again(matmul):
+    w = ScriptedCudaWorker({"seed": 4.0, "torch": 0.25, "torch_compile": 0.22, "candidate": 0.2})
+    lat, _ = measure(matmul, w)
+    w.request({"op": "bench_setup", "key": "another task", "copies": 4}, 1.0)  # drops the kept seed
+    w.log.clear()
+    r = lat.measure(Candidate.from_file(ROOT / "tasks/matmul/known_better.py"))
+    assert r.status is Status.OK and r.speedups["seed"] == pytest.approx(20.0)
+    assert w.log == ["load", "bench:module:candidate+seed,torch,torch_compile", "bench_setup", "load",
+                     "bench:module:seed+torch,torch_compile", "load", "bench:module:candidate+seed,torch,torch_compile"]
+
+
+def test_without_a_working_seed_the_torch_baselines_are_timed_alone_and_alongside(matmul):
+    w = ScriptedCudaWorker({"torch": 0.25, "torch_compile": 0.22, "candidate": 0.2})
+    lat = CudaLatency(matmul, LatencySettings(), worker=w)  # type: ignore[arg-type]
+    original = w.request
+
+    def request(msg: dict[str, Any], timeout: float) -> dict[str, Any]:
+        if msg["op"] == "bench" and msg["which"] == "module" and w.loaded == "seed":
+            return {"ok": False, "kind": "compile_error", "message": "the seed does not compile here"}
+        return original(msg, timeout)
+
+    w.request = request  # type: ignore[method-assign]
+    r = lat.measure(Candidate.from_file(ROOT / "tasks/matmul/known_better.py"))
+    assert r.status is Status.OK and set(r.speedups) == {"torch", "torch_compile"}
+    assert "the seed does not compile here" in r.detail["baseline_errors"]["seed"]
+    assert w.log[-4:] == ["bench:torch:seed", "bench:torch_compile:seed", "load",
+                          "bench:module:candidate+torch,torch_compile"]
 
 
 def test_latency_fields_survive_the_round_trip_through_json():

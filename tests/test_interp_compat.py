@@ -1,0 +1,61 @@
+"""Older Triton interpreters under recent numpy: loops over runtime scalars must still run and profile.
+
+On the GPU machine (Triton 3.6, numpy 2.5) the latency model failed for every kernel with a loop
+over a runtime bound, in the kernel or in a jit helper: Triton 3.6's ``tensor.__index__`` calls
+``int()`` on the one-element array holding the scalar, an error since numpy 2.4. The probe
+(`tests.old_interpreter_probe`, in a subprocess: the interpreter is set up at import) installs
+that ``__index__`` into the interpreter here, whatever Triton is installed, and turns numpy's
+deprecation warnings into errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fitness.interp_compat import scalar_index
+
+from .conftest import ROOT
+
+ROWS, COLS = 6, 1000  # as in the probe
+
+
+def probe(*flags: str) -> dict[str, Any]:
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "tests.old_interpreter_probe", *flags], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_scalar_index_takes_one_element_arrays_of_any_rank():
+    assert scalar_index(np.array([5], dtype=np.int32)) == 5
+    assert scalar_index(np.array([[7]], dtype=np.int64)) == 7
+    assert scalar_index(np.array(3)) == 3
+    with pytest.raises(TypeError, match=r"shape \(2,\)"):
+        scalar_index(np.array([1, 2]))
+
+
+def test_kernel_and_jit_helper_loops_run_and_profile_under_an_old_interpreter():
+    out = probe()
+    assert "run_error" not in out and "profile_error" not in out, out
+    assert out["max_error"] == 0.0
+    (launch,) = out["launches"]
+    x = next(b for b in launch["buffers"] if b["name"] == "x_ptr")
+    # both loops were sampled and extrapolated: every row read about once
+    assert x["unique"] == pytest.approx(ROWS * COLS * 4, rel=0.1)
+
+
+def test_the_probe_reproduces_the_failure_it_guards_against():
+    """Without the fix the emulated interpreter fails as the GPU machine's did; the profiler's own
+    loop sampling does not depend on the interpreter's ``__index__``."""
+    out = probe("--no-fix")
+    assert "only 0-dimensional arrays" in out.get("run_error", "") or "DeprecationWarning" in out.get("run_error", "")
+    assert "profile_error" not in out, out
