@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -103,9 +104,9 @@ class Kernel:
             return self._compute(x, w, b, rng)
 
     def _compute(self, x: np.ndarray, w: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        dt = np.float16 if self.fp16 else F32
+        dt: Any = np.float16 if self.fp16 else F32
         x, w, b = x.astype(dt), w.astype(dt), b.astype(dt)
-        n = dt(x.shape[1])
+        n = np.asarray(x.shape[1], dtype=dt)
         mean = (self._row_sum(x).astype(dt) / n).astype(dt)[:, None]
         if self.one_pass:
             ex2 = (self._row_sum((x * x).astype(dt)).astype(dt) / n).astype(dt)[:, None]
@@ -155,7 +156,8 @@ def run(kernel: Kernel, task: NativeTask, tol: Tolerance, draws: int) -> tuple[f
         for size in task.check_sizes:
             digest = hashlib.sha256(f"sim|{size}|{k}".encode()).digest()
             inputs, expected = task._draw(size, int.from_bytes(digest[:4], "little"), "offset")
-            y = kernel(*(t.data for t in inputs), rng)
+            x, w, b = (t.data for t in inputs)
+            y = kernel(x, w, b, rng)
             run_worst = max(run_worst, worst_ratio(y, expected[0], tol))
         worst = max(worst, run_worst)
         weakest_run = min(weakest_run, run_worst)
