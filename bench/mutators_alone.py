@@ -1,83 +1,112 @@
-"""Drive the STOKE and Optuna mutators alone on one library task and print what they found.
+"""Drive the STOKE and Optuna mutators alone, each on a single island, on one library task.
 
-    .venv/bin/python -m bench.mutators_alone --task softmax --rounds 6
+    .venv/bin/python -m bench.mutators_alone --task softmax --generations 6
 
-Correctness is the real equivalence checker. Latency is the evaluator's own when it reports one
-(the latency stage); until then, or with ``--standin``, it is the TEST STAND-IN of
-``tests/fakes/standin.py``, which is not a performance model: figures printed under it only show
-that the search machinery works, never how fast a kernel is.
+Everything is the product's own: the island (`islands.island.Island`, without Ray) with one
+mutator, lint and equivalence in a worker, and the evaluator's latency source: measured on a CUDA
+device, else the roofline model of the target GPU (figures labelled ``model``). Prints, per
+mutator, the seed's and the best kernel's latency, STOKE's move table and Optuna's best config.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from evo.candidate import Candidate
 from evo.native_task import TASK_LIBRARY, NativeTask
+from evo.task import Task
 from fitness.evaluate import EvalSettings, Evaluator
-from fitness.status import Evaluation
-from mutators.base import MutationContext, Mutator, Scored
+from islands.evaluation import LocalEvaluationService
+from islands.individual import Individual
+from islands.island import Island, IslandSettings, mutator_names
+from mutators.base import Mutator
 from mutators.config import OptunaConfig, StokeConfig, build_mutator
 from mutators.optuna_tuner import OptunaMutator
+from mutators.selection import FixedWeights
 from mutators.stoke import StokeMutator
-from tests.fakes.standin import with_standin_latency
 
 
-def drive(m: Mutator, task: NativeTask, evaluate: object, rounds: int) -> tuple[Scored, Scored, int]:
-    assert callable(evaluate)
-    seed_c = Candidate.from_source(task.seed_source or "")
-    seed = best = Scored(seed_c, evaluate(seed_c, "full"))
-    ctx = MutationContext(task=task, rng=random.Random(0), evaluate=evaluate, hardware="CPU interpreter")
-    n = 0
-    for _ in range(rounds):
-        for p in m.propose(best, ctx):
-            n += 1
-            if p.candidate is not None:
-                e = evaluate(p.candidate, "full")
-                m.observe(p, e)
-                if e.ok and e.latency_ms is not None and e.latency_ms < best.latency_ms:
-                    best = Scored(p.candidate, e)
-    return seed, best, n
+@dataclass(frozen=True)
+class Solo:
+    """A single-island run of one mutator: the island after the run, its seed and best kernel."""
+
+    island: Island
+    seed: Individual
+    best: Individual
+    generations: int
+    evaluations: int  # new to the island's service, inner checks included (the evaluator caches too)
+    seconds: float
+
+    @property
+    def improved(self) -> bool:
+        s, b = self.seed.latency_ms, self.best.latency_ms
+        return s is not None and b is not None and b < s
+
+
+def run_alone(mutator: Mutator, task: Task, evaluator: Evaluator, *, generations: int, offspring: int = 1,
+              until_improved: bool = False) -> Solo:
+    """Evolve an island of population 1 from the task's seed with `mutator` alone.
+
+    With population 1, generation 0 is the seed only (no draws from its SPACE), so anything that
+    beats it was proposed by the mutator. `until_improved` stops at the first generation that does.
+    """
+    start = time.monotonic()
+    service = LocalEvaluationService(lambda c, level: evaluator.evaluate(c, level=level), task_key=task.key,
+                                     device=evaluator.device)
+    hardware = evaluator.device if evaluator.device != "cpu" else f"{evaluator.settings.latency.target_gpu} (modelled)"
+    settings = IslandSettings(index=0, population=1, offspring=offspring, tournament_size=1, hardware=hardware)
+    names = mutator_names([mutator])
+    island = Island(settings, task=task, mutators=[mutator], selector=FixedWeights({names[0]: 1.0}),
+                    service=service, seed=0)
+    report = island.initialize(Candidate.from_source(task.seed_source or ""))
+    if not report.seed_ok or island.seed is None:
+        raise RuntimeError(f"the seed of {task.name} does not pass: {report.seed_reason}")
+    done = 0
+    for _ in range(generations):
+        island.step()
+        done += 1
+        solo = Solo(island, island.seed, island.best() or island.seed, done, service.fresh, time.monotonic() - start)
+        if until_improved and solo.improved:
+            return solo
+    return Solo(island, island.seed, island.best() or island.seed, done, service.fresh, time.monotonic() - start)
+
+
+def _us(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms * 1e3:.1f} us"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--task", default="softmax", choices=sorted(p.name for p in TASK_LIBRARY.glob("*/task.py")
-                                                                 for p in [p.parent]))
-    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--task", default="softmax", choices=sorted(p.parent.name for p in TASK_LIBRARY.glob("*/task.py")))
+    ap.add_argument("--generations", type=int, default=6)
+    ap.add_argument("--offspring", type=int, default=2, help="parents drawn (so proposals made) per generation")
     ap.add_argument("--chain", type=int, default=6)
     ap.add_argument("--trials", type=int, default=4)
-    ap.add_argument("--standin", action="store_true", help="use the test stand-in latency even if one is measured")
     args = ap.parse_args()
     task = NativeTask(TASK_LIBRARY / args.task)
-    ev = Evaluator(task, EvalSettings(memory_mb=2048))
-    label = {"standin": False}
-
-    def evaluate(c: Candidate, level: str) -> Evaluation:
-        e = ev.evaluate(c, level=level)
-        if e.ok and (args.standin or e.latency_ms is None):
-            label["standin"] = True
-            return with_standin_latency(e, c)
-        return e
-
     run_dir = Path(tempfile.mkdtemp(prefix="evo-bench-"))
-    for cfg in (StokeConfig(chain_length=args.chain), OptunaConfig(trials_per_proposal=args.trials)):
-        m = build_mutator(cfg, run_dir=run_dir, seed=0)
-        t0 = time.monotonic()
-        seed, best, n = drive(m, task, evaluate, args.rounds)
-        unit = "ms (TEST STAND-IN, not a measurement)" if label["standin"] else f"ms ({ev.device})"
-        print(f"\n== {cfg.kind} on {task.name}: {n} proposals in {time.monotonic() - t0:.1f} s; "
-              f"seed {seed.latency_ms:.4g} -> best {best.latency_ms:.4g} {unit}")
-        if isinstance(m, StokeMutator):
-            print(m.table_text())
-            print("best:", best.candidate.params, "|", best.candidate.id)
-        if isinstance(m, OptunaMutator):
-            print("optuna best config:", m.best(task.key, seed.candidate))
-    ev.close()
+    with Evaluator(task, EvalSettings(memory_mb=4096)) as ev:
+        for cfg in (StokeConfig(chain_length=args.chain), OptunaConfig(trials_per_proposal=args.trials)):
+            m = build_mutator(cfg, run_dir=run_dir, seed=0)
+            solo = run_alone(m, task, ev, generations=args.generations, offspring=args.offspring)
+            source = solo.best.evaluation.latency_source
+            unit = f"{source.value if source else 'no latency'}, {solo.best.evaluation.latency_gpu or ev.device}"
+            speedup = (f"{solo.seed.latency_ms / solo.best.latency_ms:.2f}x"
+                       if solo.improved and solo.seed.latency_ms and solo.best.latency_ms else "no gain")
+            print(f"\n== {cfg.kind} alone on {task.name}: {solo.generations} generations, "
+                  f"{solo.island.selector.table[solo.island.names[0]].proposals} proposals, "
+                  f"{solo.evaluations} evaluations in {solo.seconds:.1f} s; seed {_us(solo.seed.latency_ms)} -> best "
+                  f"{_us(solo.best.latency_ms)} ({unit}; {speedup})")
+            print("best params:", solo.best.candidate.params, "|", solo.best.candidate.id,
+                  "| proposed by", solo.best.origin.mutator)
+            if isinstance(m, StokeMutator):
+                print(m.table_text())
+            if isinstance(m, OptunaMutator):
+                print("optuna best config:", m.best(task.key, solo.seed.candidate))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,9 @@ from mutators.base import MutationContext, Proposal, Scored
 from mutators.config import LLMConfig, build_mutator
 from mutators.llm import LLMMutator
 from tests.fakes.openai_server import FakeOpenAI, Reply
+
+# a fake evaluate on purpose: these tests are about the client, prompts and replies, not about
+# kernels; no worker keeps them fast (the real latency model drives tests/test_mutators_improve.py)
 from tests.fakes.standin import fake_evaluate
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,6 +16,9 @@ from mutators.base import MutationContext, Scored
 from mutators.known_configs import TRITON_TUTORIAL_MATMUL, known_configs
 from mutators.optuna_space import Encoding, derived_space, open_storage
 from mutators.optuna_tuner import OptunaMutator
+
+# a fake evaluate on purpose: these tests are about studies, enqueueing and tell/FAIL; no worker
+# keeps them fast (the real latency model drives tests/test_mutators_improve.py)
 from tests.fakes.standin import fake_evaluate
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,6 +17,9 @@ from mutators.base import MutationContext, Scored
 from mutators.moves import DEFAULT_WEIGHTS, MOVE_NAMES, MOVES, move_named
 from mutators.moves_code import LOG2E, next_value
 from mutators.stoke import StokeMutator, cost
+
+# a fake evaluate on purpose: these tests count what the chain asks and how moves apply; no worker
+# keeps them fast (the real latency model drives tests/test_mutators_improve.py)
 from tests.fakes.standin import fake_evaluate
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,18 +6,24 @@ every library task.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 import torch
 
+from bench.attention_precision import MUST_FAIL, kernel_source
 from evo.candidate import Candidate
 from evo.native_task import TASK_LIBRARY, NativeTask
 from fitness.evaluate import EvalSettings, Evaluator
 from fitness.status import Status
 
 TASKS = ("attention", "attention_causal", "mla_decode")
+ROOT = TASK_LIBRARY.parent
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +73,28 @@ def test_attention_with_the_wrong_masking_is_rejected(evaluators, task, kernel_o
     result = evaluators[task].evaluate(Candidate.from_source(_source(kernel_of, "known_better.py")))
     assert result.status is Status.WRONG_OUTPUT
     assert "outside tolerance" in result.reason
+
+
+@pytest.mark.parametrize("name", MUST_FAIL)
+def test_causal_attention_mistakes_are_rejected_despite_the_wider_tolerance(evaluators, name):
+    # scores rounded to float16 are the closest call: 2.2x the tolerance, on the "wide" inputs
+    result = evaluators["attention_causal"].evaluate(Candidate.from_source(kernel_source(name)))
+    assert result.status is Status.WRONG_OUTPUT, result.reason
+
+
+def test_causal_kernels_are_within_tolerance_at_the_bench_sizes():
+    """The rows a correct kernel is worst on (the first), at every (batch, head) of each bench size."""
+    command = [sys.executable, "bench/attention_precision.py", "--kernels", "", "--bench-kernels",
+               "seed,known_better", "--rows", "24", "--rms-heads", "1", "--json"]
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(done.stdout.strip().splitlines()[-1])["bench"]
+    assert set(figures) == {"seed", "known_better"}
+    for kernel, sizes in figures.items():
+        assert len(sizes) == 2
+        for size, f in sizes.items():
+            assert f["ratio"] < 0.5, (kernel, size, f)  # a margin of 2x over the interpreter's rounding
 
 
 def test_mla_kernel_ignoring_the_lengths_is_rejected(evaluators):

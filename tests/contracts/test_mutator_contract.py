@@ -20,6 +20,9 @@ from fitness.status import Evaluation, Status
 from mutators.base import MutationContext, Mutator, Proposal, Scored
 from mutators.config import LLMConfig, OptunaConfig, StokeConfig, build_mutator
 from tests.fakes.openai_server import FakeOpenAI, Reply
+
+# a fake evaluate on purpose: the contract is about the protocol (determinism, lineage, state),
+# run for every mutator kind; no worker keeps it fast
 from tests.fakes.standin import fake_evaluate
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,10 +1,13 @@
-"""TEST STAND-INS for the latency stage and the evaluator. Not a performance model.
+"""TEST STAND-INS for the evaluator and its latency. Not a performance model.
 
-`standin_latency_ms` is a deterministic function of a candidate's source and params that rewards
-what a real GPU would also reward (fewer passes over memory, larger tiles up to a point, exp2 over
-exp, 4 warps, some pipelining); it lets tests check that a mutator improves on the seed before the
-roofline model exists. Its figures mean nothing: they are labelled `LatencySource.MODEL` only
-because the Evaluation type requires a source, and nothing outside tests may use them.
+`fake_evaluate` decides correctness by lint alone and gives correct candidates
+`standin_latency_ms`, a deterministic function of source and params that rewards what a real GPU
+would also reward (fewer passes over memory, larger tiles up to a point, exp2 over exp, 4 warps,
+some pipelining). Tests of a mutator's own logic use it on purpose (what the mutator asks, what it
+proposes, its state): no worker, so they stay fast and exact. Whether mutators find faster kernels
+is tested with the real evaluator and the roofline model (`tests/test_mutators_improve.py`). The
+figures mean nothing: they are labelled `LatencySource.MODEL` only because the Evaluation type
+requires a source, and nothing outside tests may use them.
 """
 
 from __future__ import annotations

@@ -1,0 +1,27 @@
+"""Cheat: float32 arithmetic, but the output rounded through fp16 (half the bytes a later pass would write)."""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _layernorm(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, stride, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * stride + offs, mask=mask, other=0.0).to(tl.float32)
+    mean = tl.sum(x, axis=0) / n_cols
+    d = tl.where(mask, x - mean, 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(d * d, axis=0) / n_cols + eps)
+    w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    y = (d * rstd * w + b).to(tl.float16)
+    tl.store(y_ptr + row * stride + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+PARAMS = {"num_warps": 4}
+
+
+def launch(x, w, b, y, *, num_warps):
+    rows, cols = x.shape
+    _layernorm[(rows,)](x, w, b, y, cols, x.stride(0), 1e-5, BLOCK=triton.next_power_of_2(cols),
+                        num_warps=num_warps)
