@@ -261,7 +261,7 @@ class AblationRunner:
                     campaign.request_stop()
             summary = campaign.run()
             status = summary.get("status", "failed")
-            error = "" if status == "finished" else str(summary.get("stop_reason", ""))
+            error = str(summary.get("stop_reason", "")) if status == "failed" else ""
             self.events.put(("end", spec.key, (status, error)))
         except BaseException as e:  # a run's failure is recorded; the others go on
             msg = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__

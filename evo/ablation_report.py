@@ -75,7 +75,8 @@ def _notes(results: AblationResults) -> list[str]:
 
 def ablation_doc(ablation: Ablation, state: AblationState) -> tuple[d.Doc, AblationResults, str]:
     traces, listing = _traces(ablation, state)
-    results = analyse(traces, baseline=ablation.cfg.baseline, target_speedup=ablation.cfg.target_speedup)
+    results = analyse(traces, baseline=ablation.cfg.baseline, target_speedup=ablation.cfg.target_speedup,
+                      uses_llm={v: any(m.kind == "llm" for m in cfg.mutators) for v, cfg in ablation.variants.items()})
     head1, rows1, head2, rows2 = markdown_tables(results)
     doc = d.Doc(f"evo ablation: {ablation.cfg.name}")
     finished = sum(1 for e in state.runs.values() if e.status is RunStatus.FINISHED)

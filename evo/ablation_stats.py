@@ -53,6 +53,8 @@ class Spread:
         def one(x: float) -> str:
             return "never" if math.isinf(x) else fmt.format(x)
 
+        if self.reached == 0:
+            return f"never (0/{self.n})"
         text = f"{one(self.median)} [{one(self.q1)}-{one(self.q3)}]"
         return text if self.reached == self.n else f"{text} ({self.reached}/{self.n} reached)"
 
@@ -102,8 +104,9 @@ def _mwu(x: Sequence[float], y: Sequence[float]) -> tuple[float | None, float | 
 
 
 def analyse(traces: Mapping[str, Sequence[tuple[int, Trace]]], *, baseline: str,
-            target_speedup: float | None) -> AblationResults:
-    """Results of every variant from its runs' traces (variant -> [(seed, trace)])."""
+            target_speedup: float | None, uses_llm: Mapping[str, bool] | None = None) -> AblationResults:
+    """Results of every variant from its runs' traces (variant -> [(seed, trace)]); `uses_llm`
+    says which variants have an LLM mutator (default: as their runs' configs say)."""
     timed = {v: [(s, t) for s, t in runs if t.best_speedup is not None] for v, runs in traces.items()}
     bests = [t.best_speedup for runs in timed.values() for _, t in runs if t.best_speedup is not None]
     overall = max(bests) if bests else None
@@ -122,10 +125,10 @@ def analyse(traces: Mapping[str, Sequence[tuple[int, Trace]]], *, baseline: str,
             usd[level] = Spread.of([(h.usd if h.usd is not None else math.nan) if h else math.inf for h in hits])
         reached = sum(1 for b in best if target is not None and b >= target * (1 - 1e-12))
         p, sup = (None, None) if variant == baseline else _mwu(best, base_best)
-        uses_llm = any("llm" in t.run.mutator_kinds for t in ts) or any(
+        llm = uses_llm[variant] if uses_llm and variant in uses_llm else any(
             "llm" in t.run.mutator_kinds for _, t in traces[variant])
         out.append(VariantResult(variant, tuple(s for s, _ in runs), Spread.of(best), evals, secs, usd, reached,
-                                 _pooled_shares(ts), uses_llm, p, sup))
+                                 _pooled_shares(ts), llm, p, sup))
     return AblationResults(out, baseline, overall, target, target_speedup is not None, ",".join(sorted(sources)))
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars")
 NAMES = ("chromium", "chromium-browser")
+PACKAGES = ("chromium", "fonts-liberation")  # without a font, text would not render in screenshots
 
 
 class BrowserMissing(RuntimeError):
@@ -27,9 +28,9 @@ def find_or_install() -> str:
     if apt is None:
         raise BrowserMissing("chromium is not installed and there is no apt-get to install it")
     log = []
-    for cmd in ([apt, "-o", "DPkg::Lock::Timeout=600", "install", "-y", "--no-install-recommends", "chromium"],
+    for cmd in ([apt, "-o", "DPkg::Lock::Timeout=600", "install", "-y", "--no-install-recommends", *PACKAGES],
                 [apt, "-o", "DPkg::Lock::Timeout=600", "update"],
-                [apt, "-o", "DPkg::Lock::Timeout=600", "install", "-y", "--no-install-recommends", "chromium"]):
+                [apt, "-o", "DPkg::Lock::Timeout=600", "install", "-y", "--no-install-recommends", *PACKAGES]):
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200,
                               env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
         log.append(f"$ {' '.join(cmd)} -> {proc.returncode}\n{proc.stderr[-1500:]}")

@@ -61,7 +61,7 @@ class AblationRun:
 def _write_ablation(tmp: Path) -> Path:
     base = {
         "name": "base", "task": {"name": "softmax"},
-        "evaluation": {"device": "cpu", "timeout_s": 60, "draws": 1},
+        "evaluation": {"device": "cpu", "timeout_s": 60},  # 2 draws: both value distributions
         "islands": {"count": 1, "population": 1, "offspring": 2, "tournament_size": 1},
         "evaluators": {"count": 1},
         "mutators": [{"kind": "stoke"}],
