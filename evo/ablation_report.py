@@ -108,7 +108,8 @@ def ablation_doc(ablation: Ablation, state: AblationState) -> tuple[d.Doc, Ablat
     if curves:
         doc.add(d.Figure("anytime_evaluations.png", plots.anytime(curves, by="evaluations", levels=levels,
                                                                   source=source),
-                         "Best speedup so far against evaluations: median over seeds, band = interquartile range; "
+                         "Best speedup so far against evaluations: median over seeds, band = interquartile range "
+                         "(a run past its end holds its last value; a line ends with its variant's longest run); "
                          "dotted: 90% and 100% of the best found."),
                 d.Figure("anytime_time.png", plots.anytime(curves, by="time", levels=levels, source=source),
                          "Best speedup so far against campaign wall time (same conventions)."),

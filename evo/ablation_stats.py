@@ -55,6 +55,8 @@ class Spread:
 
         if self.reached == 0:
             return f"never (0/{self.n})"
+        if math.isinf(self.median):
+            return f"never ({self.reached}/{self.n} reached)"
         text = f"{one(self.median)} [{one(self.q1)}-{one(self.q3)}]"
         return text if self.reached == self.n else f"{text} ({self.reached}/{self.n} reached)"
 

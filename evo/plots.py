@@ -43,37 +43,81 @@ def mutator_color(name: str, i: int = 0) -> str:
     return MUTATOR_COLORS.get(name.split("-")[0], PALETTE[i % len(PALETTE)])
 
 
-def anytime(curves: Mapping[str, Sequence[Trace]], *, by: str, levels: Sequence[float] = (),
-            source: str = "") -> bytes:
-    """Best-so-far speedup of each variant (median over its runs, interquartile band) against
-    evaluations (`by="evaluations"`) or wall time (`by="time"`); dashed lines at `levels`."""
-    fig, ax = _figure(9.0, 5.0)
-    ends = [t.evaluations if by == "evaluations" else t.wall_time_s for ts in curves.values() for t in ts]
-    top = max(ends, default=1.0) or 1.0
-    xs = np.linspace(0.0, top, GRID_POINTS)
+def _medians(curves: Mapping[str, Sequence[Trace]], xs: Any, by: str) -> dict[str, tuple[Any, Any, Any, int]]:
+    """Per variant: the median, first and third quartile of its runs' best so far on `xs`, and n."""
     timed = [t for ts in curves.values() for t in ts if t.start is not None]
     first = min((t.start_x(by) for t in timed), default=0.0)
-    for i, (variant, traces) in enumerate(curves.items()):
+    out = {}
+    for variant, traces in curves.items():
         rows = np.array([t.best_at(list(xs), by=by) for t in traces if t.start is not None], dtype=float)
         if rows.size == 0:
             continue
         rows[:, xs < first] = np.nan  # nothing to show before any seed was evaluated
+        last = max(t.evaluations if by == "evaluations" else t.wall_time_s for t in traces)
+        rows[:, xs > last] = np.nan  # the line ends where the variant's longest run ended
         ok = ~np.all(np.isnan(rows), axis=0)
         med = np.full(len(xs), np.nan)
         lo, hi = med.copy(), med.copy()
         med[ok] = np.nanmedian(rows[:, ok], axis=0)
         lo[ok], hi[ok] = np.nanpercentile(rows[:, ok], [25, 75], axis=0)
-        color = PALETTE[i % len(PALETTE)]
-        ax.plot(xs, med, color=color, linestyle=STYLES[(i // len(PALETTE)) % len(STYLES)], lw=2,
-                label=f"{variant} (n={len(rows)})", drawstyle="steps-post")
-        ax.fill_between(xs, lo, hi, color=color, alpha=0.15, step="post", linewidth=0)
+        out[variant] = (med, lo, hi, len(rows))
+    return out
+
+
+def _levels(ax: Any, levels: Sequence[float], labels: bool = True) -> None:
     for level in levels:
         ax.axhline(level, color="black", lw=0.8, ls=":", alpha=0.7)
-        ax.annotate(f"{level:.2f}x", (0.0, level), fontsize=8, ha="left", va="bottom", color="#333333")
-    ax.set_xlabel("evaluations" if by == "evaluations" else "wall time (s)")
-    ax.set_ylabel(f"best speedup over the seed{f' ({source})' if source else ''}")
-    ax.set_title("Best so far: median over seeds, band = interquartile range")
+        if labels:
+            ax.annotate(f"{level:.2f}x", (0.01, level), xycoords=ax.get_yaxis_transform(), fontsize=8, ha="left",
+                        va="bottom", color="#333333")
+
+
+def anytime(curves: Mapping[str, Sequence[Trace]], *, by: str, levels: Sequence[float] = (),
+            source: str = "", panels_from: int = 4) -> bytes:
+    """Best-so-far speedup of each variant (median over its runs, interquartile band) against
+    evaluations (`by="evaluations"`) or wall time (`by="time"`); dotted lines at `levels`. With
+    `panels_from` variants or more: all medians in one panel, then one small panel per variant
+    (its band, the others' medians in grey), so overlapping curves stay readable."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ends = [t.evaluations if by == "evaluations" else t.wall_time_s for ts in curves.values() for t in ts]
+    xs = np.linspace(0.0, max(ends, default=1.0) or 1.0, GRID_POINTS)
+    stats = _medians(curves, xs, by)
+    colors = {v: PALETTE[i % len(PALETTE)] for i, v in enumerate(curves)}
+    xlabel = "evaluations" if by == "evaluations" else "wall time (s)"
+    ylabel = f"best speedup over the seed{f' ({source})' if source else ''}"
+    small = len(stats) >= panels_from
+    cols = 4
+    rows = (len(stats) + cols - 1) // cols if small else 0
+    fig = plt.figure(figsize=(12.0 if small else 9.0, 5.0 + 2.6 * rows), dpi=110)
+    grid = fig.add_gridspec(1 + rows, cols, height_ratios=[2.2] + [1.0] * rows)
+    ax = fig.add_subplot(grid[0, :])
+    ax.grid(True, alpha=0.3)
+    for variant, (med, lo, hi, n) in stats.items():
+        ax.plot(xs, med, color=colors[variant], lw=2, label=f"{variant} (n={n})", drawstyle="steps-post")
+        if not small:
+            ax.fill_between(xs, lo, hi, color=colors[variant], alpha=0.15, step="post", linewidth=0)
+    _levels(ax, levels)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title("Best so far: median over seeds" + (" (below: each variant with its interquartile band)" if small
+                                                      else ", band = interquartile range"))
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
+    for k, (variant, (med, lo, hi, n)) in enumerate(stats.items() if small else ()):
+        sub = fig.add_subplot(grid[1 + k // cols, k % cols], sharex=ax, sharey=ax)
+        sub.grid(True, alpha=0.3)
+        for other, (m2, _, _, _) in stats.items():
+            if other != variant:
+                sub.plot(xs, m2, color="#c8c8c8", lw=1, drawstyle="steps-post")
+        sub.fill_between(xs, lo, hi, color=colors[variant], alpha=0.25, step="post", linewidth=0)
+        sub.plot(xs, med, color=colors[variant], lw=2, drawstyle="steps-post")
+        _levels(sub, levels, labels=False)
+        sub.set_title(f"{variant} (n={n})", fontsize=9)
+        sub.tick_params(labelsize=7)
+        sub.label_outer()
     return _png(fig)
 
 

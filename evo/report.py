@@ -203,7 +203,8 @@ def run_report(run: RunData) -> d.Doc:
         (_x(trace.best_speedup), f"faster than the seed ({trace.latency_source or 'no latency'})"),
         (str(trace.evaluations), "evaluations (full and quick)"),
         (_duration(run.wall_time_s), "wall time"),
-        (f"${run.llm_usd:.4f}", "LLM cost"))))
+        (f"${run.llm_usd:.4f}" if "llm" in run.mutator_kinds else "$0",
+         "LLM cost" if "llm" in run.mutator_kinds else "LLM cost (no LLM mutator)"))))
     for part in (_best(run, trace, best), _progress(run, trace), _migrations(run), _mutators(run, trace),
                  _failures(run), _lineage(run, trace, best)):
         doc.add(*part)
