@@ -67,6 +67,7 @@ class Campaign:
         self.stats = BrokerStats()
         self.device = ""
         self.status, self.reason = "running", ""
+        self.stop_requested = False
         self.summary: dict[str, Any] = {}
         self.t0 = time.monotonic()
 
@@ -230,7 +231,8 @@ class Campaign:
             self.display.message(f"{event['dead']} replaced by {event['replacement']}: {event['why']}")
         self._migrate()
         self.store.events.append({"kind": "generation", "generation": self.generation, "time": time.time(),
-                                  "evaluations": self.stats.evaluations, "best_speedup": self._totals().best_speedup})
+                                  "evaluations": self.stats.evaluations, "best_speedup": self._totals().best_speedup,
+                                  "llm_usd": self.llm_usd, "elapsed_s": self.elapsed()})
         if self.generation % self.cfg.checkpoint_interval == 0:
             self._checkpoint()
 
@@ -253,6 +255,8 @@ class Campaign:
             if not all(self.initialized):
                 self.advance()
             while (reason := self.stop_reason()) is None:
+                if self.stop_requested:
+                    raise KeyboardInterrupt
                 self.advance()
             self.finish("finished", reason)
         except KeyboardInterrupt:
@@ -261,6 +265,11 @@ class Campaign:
             self.finish("failed", _last_line(e))
             raise
         return self.summary
+
+    def request_stop(self) -> None:
+        """Stop after the generation in progress, as an interrupt does (from another thread; the run
+        continues with --resume)."""
+        self.stop_requested = True
 
     def finish(self, status: str, reason: str) -> None:
         """Write the final checkpoint (when finished), summary and stop event; end the actors."""

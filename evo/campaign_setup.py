@@ -20,7 +20,7 @@ from evo.task import Task
 from fitness.evaluate import EvalSettings
 from islands.actors import MutatorFactory
 from islands.evaluator_actor import EvaluatorFactory, default_evaluator_factory
-from mutators.config import MUTATOR_KINDS, build_mutator
+from mutators.config import MUTATOR_KINDS, LLMConfig, build_mutator
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # keys that may change when a run is resumed: the budget (to extend a finished run)
@@ -58,47 +58,70 @@ def prepare(config_path: str | None, *, resume: str | None = None, output: str |
             hooks: CampaignHooks | None = None) -> Prepared:
     """Load the config and task, check the mutators build, and create (or reopen, for `resume`) the
     run directory."""
+    if resume:
+        return _reopen(config_path, resume, hooks)
+    if not config_path:
+        raise ConfigError("give a config file (or --resume RUN_DIR)")
+    return prepare_config(load_config(config_path), Path(config_path).resolve().parent, output=output, hooks=hooks)
+
+
+def prepare_config(cfg: Config, config_dir: Path, *, output: str | Path | None = None,
+                   hooks: CampaignHooks | None = None) -> Prepared:
+    """A new run of an already parsed config whose relative paths are relative to `config_dir`
+    (`evo ablate` builds its runs' configs this way)."""
+    cfg = with_resolved_paths(cfg, config_dir)
+    task, seed = task_and_seed(cfg, config_dir)
+    out = Path(output or cfg.output_dir).expanduser()
+    store = RunStore.create(out.resolve(), cfg.name, _dump(cfg), config_dir=config_dir)
+    try:
+        check_mutators(cfg, (hooks or CampaignHooks()).mutator_factory, store.path)
+    except ConfigError:
+        shutil.rmtree(store.path, ignore_errors=True)  # nothing ran: leave no empty run behind
+        raise
+    return Prepared(cfg, store, task, seed, config_dir, False, [])
+
+
+def _reopen(config_path: str | None, resume: str, hooks: CampaignHooks | None) -> Prepared:
+    notes: list[str] = []
+    store = RunStore.open(Path(resume))
+    cfg = parse_config(store.config_data(), source=str(store.path / "config.yaml"))
+    config_dir = store.config_dir()
+    if config_path:
+        given = with_resolved_paths(load_config(config_path), Path(config_path).resolve().parent)
+        old, new = _dump(cfg), _dump(given)
+        differ = sorted(k for k in old if old[k] != new[k] and k not in RESUMABLE_CHANGES)
+        if differ:
+            raise ConfigError(f"{config_path} differs from the run's config in {', '.join(differ)}; "
+                              f"only {', '.join(RESUMABLE_CHANGES)} may change on --resume")
+        if old["budget"] != new["budget"]:
+            cfg = cfg.model_copy(update={"budget": given.budget})
+            (store.path / "config.yaml").write_text(yaml.safe_dump(_dump(cfg), sort_keys=False))
+            notes.append(f"budget changed to {new['budget']}")
+    task, seed = task_and_seed(cfg, config_dir)
+    check_mutators(cfg, (hooks or CampaignHooks()).mutator_factory, store.path)
+    return Prepared(cfg, store, task, seed, config_dir, True, notes)
+
+
+def task_and_seed(cfg: Config, config_dir: Path) -> tuple[Task, Candidate]:
     from evo.task_loader import build_task
 
-    notes: list[str] = []
-    if resume:
-        store = RunStore.open(Path(resume))
-        cfg = parse_config(store.config_data(), source=str(store.path / "config.yaml"))
-        config_dir = store.config_dir()
-        if config_path:
-            given = load_config(config_path)
-            old, new = _dump(cfg), _dump(given)
-            differ = sorted(k for k in old if old[k] != new[k] and k not in RESUMABLE_CHANGES)
-            if differ:
-                raise ConfigError(f"{config_path} differs from the run's config in {', '.join(differ)}; "
-                                  f"only {', '.join(RESUMABLE_CHANGES)} may change on --resume")
-            if old["budget"] != new["budget"]:
-                cfg = cfg.model_copy(update={"budget": given.budget})
-                (store.path / "config.yaml").write_text(yaml.safe_dump(_dump(cfg), sort_keys=False))
-                notes.append(f"budget changed to {new['budget']}")
-    else:
-        if not config_path:
-            raise ConfigError("give a config file (or --resume RUN_DIR)")
-        cfg = load_config(config_path)
-        config_dir = Path(config_path).resolve().parent
-        store = None  # created once the task is known to load
     if not cfg.mutators:
         raise ConfigError(f"the config has no mutators: add a `mutators:` list (kinds: {', '.join(MUTATOR_KINDS)})")
     task = build_task(cfg.task, config_dir)
     if not task.seed_source:
         raise ConfigError(f"task {task.name} has no seed candidate to start from (task.seed)")
-    seed = Candidate.from_source(task.seed_source)
-    created = store is None
-    if store is None:
-        out = Path(output or cfg.output_dir).expanduser()
-        store = RunStore.create(out.resolve(), cfg.name, _dump(cfg), config_dir=config_dir)
-    try:
-        check_mutators(cfg, (hooks or CampaignHooks()).mutator_factory, store.path)
-    except ConfigError:
-        if created:
-            shutil.rmtree(store.path, ignore_errors=True)  # nothing ran: leave no empty run behind
-        raise
-    return Prepared(cfg, store, task, seed, config_dir, bool(resume), notes)
+    return task, Candidate.from_source(task.seed_source)
+
+
+def with_resolved_paths(cfg: Config, config_dir: Path) -> Config:
+    """`cfg` with the LLM record paths made absolute (relative ones are relative to the config's
+    folder), so the island actors, whatever their working directory, find the same file."""
+    entries = []
+    for m in cfg.mutators:
+        if isinstance(m, LLMConfig) and m.record_path and not Path(m.record_path).expanduser().is_absolute():
+            m = m.model_copy(update={"record_path": str((config_dir / m.record_path).resolve())})
+        entries.append(m)
+    return cfg.model_copy(update={"mutators": entries})
 
 
 def check_mutators(cfg: Config, factory: MutatorFactory, run_dir: Path) -> None:

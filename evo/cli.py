@@ -1,4 +1,4 @@
-"""Command line: ``python -m evo {run,eval,check} ...``.
+"""Command line: ``python -m evo {run,eval,check,ablate,report} ...``.
 
 Exit codes: 0 success, 1 the candidate or task was rejected, 2 a usage or config error (a message
 naming the problem, no traceback).
@@ -139,6 +139,42 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if summary["status"] == "finished" else 1
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from evo.report import write_run_report
+
+    html, md = write_run_report(args.run_dir)
+    say(f"report written: {html} (self-contained) and {md}")
+    print(json.dumps({"html": str(html), "markdown": str(md)}))
+    return 0
+
+
+def cmd_ablate(args: argparse.Namespace) -> int:
+    from evo.ablation import AblationRunner, AblationState, RunStatus, preflight
+    from evo.ablation_config import load_ablation
+    from evo.ablation_report import write_ablation_report
+    from evo.campaign_setup import CampaignHooks
+
+    hooks = getattr(args, "hooks", None) or CampaignHooks()
+    ablation = load_ablation(args.ablation)
+    directory = ablation.directory(args.output)
+    interrupted = False
+    if args.report_only:
+        state = AblationState.load(directory, ablation)
+    else:
+        preflight(ablation, hooks)
+        runner = AblationRunner(ablation, directory, hooks=hooks)
+        state = runner.run()  # a second Ctrl-C raises KeyboardInterrupt: exit status 130
+        interrupted = runner.stopping
+    written = write_ablation_report(ablation, directory, state)
+    print(written.tables_markdown)
+    say(f"results: {written.markdown}, {written.csv}, {written.html}")
+    say("figures: " + ", ".join(str(f) for f in written.figures))
+    statuses = {e.status for e in state.runs.values()}
+    if interrupted:
+        return 130
+    return 0 if statuses <= {RunStatus.FINISHED} else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="evo", description="Evolutionary search for fast, equivalent Triton kernels")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -158,6 +194,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", metavar="RUN_DIR", help="continue a stopped or killed campaign")
     r.add_argument("--output", metavar="DIR", help="where run directories go (overrides output_dir)")
     r.set_defaults(func=cmd_run)
+    a = sub.add_parser("ablate", help="run every variant x seed of an ablation file, then tables and figures")
+    a.add_argument("ablation", help="ablation file (see configs/ablation_mutators.yaml)")
+    a.add_argument("--output", metavar="DIR", help="where the ablation directory goes (overrides output_dir)")
+    a.add_argument("--report-only", action="store_true", help="write the results of the runs finished so far; "
+                   "run nothing")
+    a.set_defaults(func=cmd_ablate)
+    rep = sub.add_parser("report", help="write a run directory's report (report.html, self-contained; report.md)")
+    rep.add_argument("run_dir")
+    rep.set_defaults(func=cmd_report)
     return ap
 
 

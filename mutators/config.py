@@ -75,8 +75,11 @@ class LLMConfig(_Strict):
     """Rewrites by any OpenAI-compatible model (see `mutators.llm`). The key is read from the
     environment variable `api_key_env`, never stored. `mode`: live, record (live, and every exchange
     appended to `record_path`, default ``llm_record.jsonl`` in the run directory) or replay (answers
-    from that file only, no network). Prices are dollars per million tokens; `budget_usd` stops
-    LLM proposals once spent."""
+    from that file only, no network). `replay_match`: exact (the same prompt, to re-run a campaign
+    exactly) or kernel (the same kernel shown, whatever else the prompt holds; an unrecorded kernel
+    gets a reply recorded for another one; for comparing campaigns that share one record). A
+    relative `record_path` is relative to the config file. Prices are dollars per million tokens;
+    `budget_usd` stops LLM proposals once spent."""
 
     kind: Literal["llm"] = "llm"
     name: str | None = None
@@ -98,6 +101,7 @@ class LLMConfig(_Strict):
     budget_usd: float | None = Field(default=None, ge=0)
     mode: Literal["live", "record", "replay"] = "live"
     record_path: str | None = None
+    replay_match: Literal["exact", "kernel"] = "exact"
 
     @field_validator("api_key_env")
     @classmethod

@@ -51,6 +51,7 @@ class LLMMutator(Mutator):
             max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s, retries=cfg.retries, backoff_s=cfg.backoff_s,
             max_concurrent=cfg.max_concurrent, prices=Prices(cfg.price_in_per_mtok, cfg.price_out_per_mtok),
             budget_usd=cfg.budget_usd, mode=cfg.mode, record_path=record if cfg.mode != "live" else None,
+            replay_match=cfg.replay_match,
         )
         limits = PromptLimits(failures=cfg.max_failures_in_prompt, inspirations=cfg.max_inspirations)
         return cls(client=client, samples_per_proposal=cfg.samples_per_proposal, limits=limits, name=cfg.name)
@@ -88,8 +89,11 @@ class LLMMutator(Mutator):
             return Proposal(candidate=None, mutator=self.name, parents=(parent.candidate.id,),
                             error=f"LLM request failed: {outcome}", note="llm: no reply")
         meta = {"request": outcome.request_hash[:16], "prompt_tokens": outcome.prompt_tokens,
-                "completion_tokens": outcome.completion_tokens, "replayed": outcome.replayed}
+                "completion_tokens": outcome.completion_tokens, "replayed": outcome.replayed,
+                "replay_match": outcome.replay_match}
         summary = " ".join(outcome.text.strip().split())[:120]
+        if outcome.replay_match == "other kernel":
+            summary = f"[replayed from another kernel] {summary}"
         try:
             source, how = apply_reply(shown, outcome.text)
             child: Candidate | None = Candidate.from_source(source)

@@ -7,8 +7,10 @@ logs. Modes:
 
 - live: requests go to the endpoint;
 - record: as live, and every exchange is appended to the record file;
-- replay: answered from the record file only (no network, no key); a request that was not
-  recorded is an error.
+- replay: answered from the record file only (no network, no key). With ``replay_match="exact"``
+  a request that was not recorded is an error; with ``"kernel"`` it is matched by the kernel its
+  prompt shows (see `mutators.llm_record.KernelIndex`), so campaigns that show the model other
+  kernels (other mutators, other seeds) still share the recorded answers.
 
 Rate limits (429), timeouts, connection errors and 5xx are retried `retries` times with
 exponential backoff (``backoff_s * 2**attempt``, or the server's Retry-After when longer); other
@@ -29,9 +31,11 @@ from typing import Any, Literal
 
 import openai
 
-from mutators.llm_record import Exchange, RecordFile, request_hash
+from mutators.llm_prompt import kernel_key
+from mutators.llm_record import Exchange, KernelIndex, RecordFile, request_hash
 
 Mode = Literal["live", "record", "replay"]
+ReplayMatch = Literal["exact", "kernel"]
 _RETRYABLE = (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError, openai.InternalServerError)
 
 
@@ -52,6 +56,7 @@ class Completion:
     seconds: float
     request_hash: str
     replayed: bool
+    replay_match: str = ""  # replayed: "exact", "kernel" (recorded for this kernel) or "other kernel"
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,7 @@ class LLMClient:
                  temperature: float = 0.7, max_tokens: int = 4096, timeout_s: float = 120.0, retries: int = 3,
                  backoff_s: float = 1.0, max_concurrent: int = 4, prices: Prices = Prices(),
                  budget_usd: float | None = None, mode: Mode = "live", record_path: Path | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 replay_match: ReplayMatch = "exact", sleep: Callable[[float], None] = time.sleep) -> None:
         if mode in ("record", "replay") and record_path is None:
             raise ValueError(f"llm mode {mode!r} needs a record path")
         if mode == "replay" and not (record_path and record_path.is_file()):
@@ -83,6 +88,9 @@ class LLMClient:
         self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
         self.prices, self.budget_usd, self.mode = prices, budget_usd, mode
         self.record = RecordFile(record_path) if record_path is not None and mode != "live" else None
+        self.replay_match = replay_match
+        self.kernels = (KernelIndex(self.record.exchanges(), kernel_key)
+                        if self.record is not None and mode == "replay" and replay_match == "kernel" else None)
         self._sleep = sleep
         self._slots = threading.BoundedSemaphore(max_concurrent)
         self._lock = threading.Lock()
@@ -102,8 +110,12 @@ class LLMClient:
                 "max_tokens": self.max_tokens}
 
     def reserve(self, messages: list[dict[str, str]]) -> tuple[str, int]:
-        """The request's hash and occurrence number; call in a deterministic order before sending."""
-        digest = request_hash(self.request_of(messages))
+        """The request's hash (replay by kernel: the kernel's) and occurrence number; call in a
+        deterministic order before sending."""
+        if self.kernels is not None:
+            digest = kernel_key(self.model, messages)
+        else:
+            digest = request_hash(self.request_of(messages))
         with self._lock:
             k = self.occurrences.get(digest, 0)
             self.occurrences[digest] = k + 1
@@ -115,15 +127,7 @@ class LLMClient:
         if self.budget_spent:
             raise BudgetSpent(f"LLM budget spent: ${self.spent_usd:.4f} of ${self.budget_usd:.4f}")
         if self.mode == "replay":
-            assert self.record is not None
-            ex = self.record.find(digest, occurrence)
-            if ex is None:
-                raise LLMError(f"llm replay: no recorded reply for request {digest[:12]} #{occurrence} "
-                               f"in {self.record.path}")
-            if ex.error:
-                raise LLMError(ex.error)
-            return self._account(Completion(ex.reply, ex.prompt_tokens, ex.completion_tokens, ex.cost_usd,
-                                            ex.seconds, digest, True))
+            return self._replay(digest, occurrence)
         started = time.monotonic()
         try:
             response = self._send(self.request_of(messages))
@@ -142,6 +146,25 @@ class LLMClient:
             self.record.append(Exchange(digest, occurrence, self.request_of(messages), text, p_tok, c_tok,
                                         done.cost_usd, done.seconds))
         return self._account(done)
+
+    def _replay(self, digest: str, occurrence: int) -> Completion:
+        assert self.record is not None
+        if self.kernels is not None:
+            found = self.kernels.find(self.model, digest, occurrence)
+            if found is None:
+                raise LLMError(f"llm replay: {self.record.path} holds no reply of model {self.model!r}")
+            ex, same_kernel = found
+            how = "kernel" if same_kernel else "other kernel"
+        else:
+            hit = self.record.find(digest, occurrence)
+            if hit is None:
+                raise LLMError(f"llm replay: no recorded reply for request {digest[:12]} #{occurrence} "
+                               f"in {self.record.path}")
+            ex, how = hit, "exact"
+        if ex.error:
+            raise LLMError(ex.error)
+        return self._account(Completion(ex.reply, ex.prompt_tokens, ex.completion_tokens, ex.cost_usd,
+                                        ex.seconds, digest, True, how))
 
     def _account(self, c: Completion) -> Completion:
         with self._lock:

@@ -4,8 +4,10 @@ failures, a few elite inspirations and the target hardware. Pure text building, 
 from __future__ import annotations
 
 import ast
+import hashlib
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from evo.candidate import Candidate
@@ -39,6 +41,25 @@ lines to find
 replacement lines
 >>>>>>> REPLACE
 Say in one or two sentences what you changed and why, then give the code."""
+
+
+_CURRENT = re.compile(r"## The current kernel\s*```python\n(.*?)\n```", re.DOTALL)
+
+
+def current_kernel(messages: Sequence[Mapping[str, str]]) -> str:
+    """The current kernel a prompt built by `build_messages` shows ("" when there is none)."""
+    for m in messages:
+        if m.get("role") == "user":
+            found = _CURRENT.search(m.get("content", ""))
+            if found:
+                return found.group(1)
+    return ""
+
+
+def kernel_key(model: str, messages: Sequence[Mapping[str, str]]) -> str:
+    """What replay by kernel matches on: the model and the kernel the prompt shows (params included),
+    not the failures or inspirations around it."""
+    return hashlib.sha256(f"{model}\n{current_kernel(messages)}".encode()).hexdigest()
 
 
 @dataclass(frozen=True)

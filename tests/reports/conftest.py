@@ -1,0 +1,137 @@
+"""Shared, expensive set-ups of the report tests, made once per session: chromium, and a small real
+ablation on a local Ray head (2 variants x 2 seeds, real mutators with the LLM replayed from the
+shipped record, real lint and equivalence, the fake latency of `tests.islands_fakes`), interrupted
+once, resumed, and run a third time with nothing left to do; and the report of one of its runs."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evo.ablation import AblationRunner
+from evo.ablation_config import load_ablation
+from evo.campaign_setup import CampaignHooks
+from evo.cli import main
+from evo.run_data import load_run
+from evo.run_store import MsgpackLog
+from evo.trace import trace_of
+
+from ..conftest import ROOT
+from ..islands_fakes import fake_evaluator_factory
+from ..ray_head import RayHead
+from .browser import BrowserMissing, find_or_install
+
+HOOKS = CampaignHooks(evaluator_factory=fake_evaluator_factory)  # real mutators, fake (fast) latency
+RECORD = ROOT / "configs" / "llm_records" / "softmax_standin.jsonl"
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    try:
+        return find_or_install()
+    except BrowserMissing as e:
+        pytest.fail(str(e))
+
+
+@dataclass(frozen=True)
+class AblationRun:
+    file: Path
+    directory: Path
+    after_stop: dict[str, str]  # run -> status after the interrupted first invocation
+    dirs_after_stop: dict[str, str]
+    second_out: str
+    second_rc: int
+    third_out: str
+    third_rc: int
+    sizes_before_third: dict[str, int]  # run -> bytes of its history before the third invocation
+    report_rc: int
+    report_run: Path  # the run whose report was written (the one with the best kernel)
+
+
+def _write_ablation(tmp: Path) -> Path:
+    base = {
+        "name": "base", "task": {"name": "softmax"},
+        "evaluation": {"device": "cpu", "timeout_s": 60},  # 2 draws: both value distributions
+        "islands": {"count": 1, "population": 1, "offspring": 2, "tournament_size": 1},
+        "evaluators": {"count": 1},
+        "mutators": [{"kind": "stoke"}],
+        "budget": {"generations": 1},
+    }
+    (tmp / "base.yaml").write_text(yaml.safe_dump(base))
+    llm = {"kind": "llm", "model": "standin-softmax", "mode": "replay", "replay_match": "kernel",
+           "record_path": str(RECORD)}
+    ablation = {
+        "name": "tiny", "base": "base.yaml", "baseline": "stoke", "seeds": [0, 1],
+        "budget": {"generations": 2}, "output_dir": str(tmp / "out"),
+        "variants": {"llm": {"mutators": [llm]}, "stoke": {"mutators": [{"kind": "stoke", "chain_length": 2}]}},
+    }
+    path = tmp / "tiny.yaml"
+    path.write_text(yaml.safe_dump(ablation, sort_keys=False))
+    return path
+
+
+def _generation_written(directory: Path) -> bool:
+    for log in directory.glob("runs/*/events.msgpack"):
+        if any(e.get("kind") == "generation" for e in MsgpackLog(log).read()):
+            return True
+    return False
+
+
+def _cli(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(list(argv), hooks=HOOKS)
+    return rc, out.getvalue()
+
+
+@pytest.fixture(scope="session")
+def ablation_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AblationRun]:
+    import ray
+
+    tmp = tmp_path_factory.mktemp("ablation")
+    file = _write_ablation(tmp)
+    head = RayHead(num_cpus=2, dashboard=False).start()
+    saved = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    try:
+        ray.init(address=head.address, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+                 logging_level=logging.WARNING)
+        ablation = load_ablation(file)
+        directory = ablation.directory()
+        # 1: stopped (as by Ctrl-C) once a generation is written: running runs end "interrupted"
+        runner = AblationRunner(ablation, directory, hooks=HOOKS, stream=io.StringIO())
+        worker = threading.Thread(target=runner.run, daemon=True)
+        worker.start()
+        deadline = time.monotonic() + 600
+        while worker.is_alive() and not _generation_written(directory) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        runner.stop()
+        worker.join(timeout=600)
+        after_stop = {k: e.status.value for k, e in runner.state.runs.items()}
+        dirs_after_stop = {k: e.run_dir for k, e in runner.state.runs.items()}
+        # 2: the same command again finishes the ablation; 3: and once more, nothing left to run
+        second_rc, second_out = _cli("ablate", str(file))
+        sizes = {p.parent.name: p.stat().st_size for p in directory.glob("runs/*/history.msgpack")}
+        third_rc, third_out = _cli("ablate", str(file))
+        # the run with the best kernel, so the report has a lineage to show
+        report_run = max(sorted(directory.glob("runs/*")), key=lambda d: trace_of(load_run(d)).best_speedup or 0.0)
+        report_rc, _ = _cli("report", str(report_run))
+    finally:
+        ray.shutdown()
+        head.stop()
+        if saved is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = saved
+    yield AblationRun(file, directory, after_stop, dirs_after_stop, second_out, second_rc, third_out, third_rc,
+                      sizes, report_rc, report_run)
