@@ -23,11 +23,11 @@ from evo.campaign_setup import (
     Prepared,
     actor_timeout_s,
     connect_ray,
-    eval_settings,
     evaluator_plan,
 )
 from evo.progress import Display, IslandRow, Totals
 from evo.results import individual_summary, standalone_kernel
+from evo.settings import eval_settings
 from islands.actors import IslandSpec, start_broker, start_island
 from islands.broker import BrokerSpec, BrokerStats
 from islands.evaluator_actor import EvaluatorSpec, TaskSpec

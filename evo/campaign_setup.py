@@ -17,7 +17,6 @@ from evo.candidate import Candidate
 from evo.config import Config, ConfigError, load_config, parse_config
 from evo.run_store import RunStore
 from evo.task import Task
-from fitness.evaluate import EvalSettings
 from islands.actors import MutatorFactory
 from islands.evaluator_actor import EvaluatorFactory, default_evaluator_factory
 from mutators.config import MUTATOR_KINDS, LLMConfig, build_mutator
@@ -131,11 +130,6 @@ def check_mutators(cfg: Config, factory: MutatorFactory, run_dir: Path) -> None:
             factory(entry, run_dir=run_dir, seed=cfg.seed)
         except Exception as e:
             raise ConfigError(f"mutators.{i} (kind {entry.kind}): {type(e).__name__}: {e}") from None
-
-
-def eval_settings(cfg: Config) -> EvalSettings:
-    e = cfg.evaluation
-    return EvalSettings(timeout_s=e.timeout_s, memory_mb=e.memory_mb, draws=e.draws, quick_sizes=e.quick_sizes)
 
 
 def actor_timeout_s(cfg: Config, task: Task) -> float:

@@ -41,22 +41,6 @@ def _device(cfg: Config, override: str | None) -> str:
     return detect_device() if wanted == "auto" else wanted
 
 
-def eval_settings(cfg: Config) -> Any:
-    """The evaluator's settings from a config's ``evaluation:`` section."""
-    from fitness.evaluate import EvalSettings
-    from fitness.latency import LatencyMode, LatencySettings
-    from fitness.timer import TimerSettings
-
-    e = cfg.evaluation
-    latency = LatencySettings(
-        mode=LatencyMode(e.latency), target_gpu=e.target_gpu.lower(), baselines=tuple(e.baselines),
-        timer=TimerSettings(rep_ms=e.timing_rep_ms, copies=e.timing_copies),
-        timeout_s=e.latency_timeout_s, memory_mb=e.memory_mb,
-    )
-    return EvalSettings(timeout_s=e.timeout_s, memory_mb=e.memory_mb, draws=e.draws, quick_sizes=e.quick_sizes,
-                        latency=latency)
-
-
 def _read_candidate(path: str, params_json: str | None) -> Candidate:
     p = Path(path)
     if not p.is_file():
@@ -80,6 +64,7 @@ def verdict(evaluation: Any, task: Task) -> dict[str, Any]:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from evo.settings import eval_settings
     from fitness.evaluate import Evaluator
 
     cfg, task = _load(args.config)
@@ -101,6 +86,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from evo.check import Finding, reference_findings, seed_candidate
+    from evo.settings import eval_settings
     from fitness.evaluate import Evaluator
 
     cfg, task = _load(args.config)

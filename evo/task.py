@@ -170,9 +170,17 @@ class Task(ABC):
             h.update(b"\0")
         return f"{self.name}-{h.hexdigest()[:12]}"
 
-    def cases(self, sizes: list[Size] | None = None, draws: int | None = None) -> list[Case]:
-        """Check cases: per size, `draws` input draws cycling through the distributions."""
+    def cases(self, sizes: list[Size] | None = None, draws: int | None = None, *,
+              every_dist: bool = True) -> list[Case]:
+        """Check cases: per size, `draws` input draws cycling through the distributions.
+
+        With `every_dist` (the default, and what every full check uses) there are at least as many
+        draws as distributions, so `draws: 1` in a config cannot skip the inputs a distribution
+        exists for (softmax's large logits); only the cheap check inside a STOKE chain opts out.
+        """
         n = max(draws if draws is not None else self.draws, 1)
+        if every_dist:
+            n = max(n, len(self.dists))
         out = []
         for size in self.check_sizes if sizes is None else sizes:
             skey = size_key(size)

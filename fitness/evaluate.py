@@ -58,7 +58,7 @@ class Evaluator:
 
     def cases(self, level: str) -> list[Case]:
         if level == "quick":
-            return self.task.cases(self.task.check_sizes[: self.settings.quick_sizes], draws=1)
+            return self.task.cases(self.task.check_sizes[: self.settings.quick_sizes], draws=1, every_dist=False)
         return self.task.cases(draws=self.settings.draws)
 
     def evaluate(self, candidate: Candidate, *, level: str = "full") -> Evaluation:

@@ -108,3 +108,18 @@ def test_the_live_table_shows_every_island_and_the_totals():
     table.close()
     text = out.getvalue()
     assert "evo campaign" in text and "6.00x" in text and "evaluations 24" in text and "LLM $0.12" in text
+
+
+def test_campaigns_evaluate_with_the_same_settings_as_evo_eval(tmp_path):
+    from evo.config import parse_config
+    from evo.settings import eval_settings
+
+    cfg = parse_config({"task": {"name": "softmax"}, "mutators": [{"kind": "optuna"}],
+                        "evaluation": {"target_gpu": "a100", "latency": "model", "baselines": ["seed"],
+                                       "timing_rep_ms": 50, "draws": 3}})
+    s = eval_settings(cfg)
+    assert (s.latency.target_gpu, s.latency.mode.value, s.latency.baselines) == ("a100", "model", ("seed",))
+    assert s.latency.timer.rep_ms == 50 and s.draws == 3
+    import evo.campaign as campaign
+
+    assert campaign.eval_settings is eval_settings  # the campaign uses this translation, not its own

@@ -111,3 +111,11 @@ def test_quick_level_checks_fewer_cases_and_grades_without_stopping(softmax_eval
     result = softmax_evaluator.evaluate(candidate("softmax/half_written"), level="quick")
     assert result.status is Status.WRONG_OUTPUT and result.cases_checked == 2
     assert 0 < result.error < 33
+
+
+def test_one_draw_still_checks_every_value_distribution(softmax_task):
+    # the 'wide' logits are what a softmax without the max subtraction fails on
+    with Evaluator(softmax_task, EvalSettings(timeout_s=60.0, draws=1), device="cpu") as ev:
+        assert {c.dist for c in ev.cases("full")} == set(softmax_task.dists)
+        result = ev.evaluate(candidate("softmax/no_max_subtraction"))
+    assert result.status is Status.WRONG_OUTPUT and "(wide)" in result.reason
