@@ -14,10 +14,12 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 VENV_BIN = Path(__file__).resolve().parent.parent / ".venv" / "bin"
-RAY = shutil.which("ray", path=f"{VENV_BIN}:/work/main/.venv/bin:{os.environ.get('PATH', '')}") or "ray"
+RAY = shutil.which("ray", path=f"{VENV_BIN}:{os.environ.get('PATH', '')}") or "ray"
 PORTS = ("port", "dashboard-port", "node-manager-port", "object-manager-port", "dashboard-agent-listen-port",
          "dashboard-agent-grpc-port", "runtime-env-agent-port", "metrics-export-port")
 
@@ -130,3 +132,26 @@ class RayHead:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextmanager
+def joined_head(*, num_cpus: int = 2) -> Iterator[RayHead]:
+    """A head started here with this process joined to it as a driver; left and stopped afterwards."""
+    import logging
+
+    import ray
+
+    head = RayHead(num_cpus=num_cpus, dashboard=False).start()
+    saved = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # as the head
+    try:
+        ray.init(address=head.address, runtime_env={"env_vars": {"PYTHONPATH": str(VENV_BIN.parent.parent)}},
+                 logging_level=logging.WARNING)
+        yield head
+    finally:
+        ray.shutdown()
+        head.stop()
+        if saved is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = saved

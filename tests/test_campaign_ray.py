@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import os
 import signal
 import subprocess
@@ -28,31 +27,16 @@ from evo.progress import PlainLog
 from evo.run_store import MsgpackLog, RunStore, unpack
 
 from .campaign_job import FAKE_HOOKS
-from .conftest import ROOT
 from .islands_fakes import fake_latency_ms, fault_evaluator_factory, fault_mutator_factory
-from .ray_head import RayHead
+from .ray_head import RayHead, joined_head
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[RayHead]:
-    import ray
-
-    head = RayHead(num_cpus=2, dashboard=False).start()
-    saved = os.environ.get("RAY_AUTH_MODE")
-    os.environ["RAY_AUTH_MODE"] = "disabled"  # as the head
-    try:
-        ray.init(address=head.address, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
-                 logging_level=logging.WARNING)
+    with joined_head() as head:
         yield head
-    finally:
-        ray.shutdown()
-        head.stop()
-        if saved is None:
-            os.environ.pop("RAY_AUTH_MODE", None)
-        else:
-            os.environ["RAY_AUTH_MODE"] = saved
 
 
 def write_config(tmp_path: Path, **overrides: object) -> Path:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import logging
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -28,7 +26,7 @@ from evo.trace import trace_of
 
 from ..conftest import ROOT
 from ..islands_fakes import fake_evaluator_factory
-from ..ray_head import RayHead
+from ..ray_head import joined_head
 from .browser import BrowserMissing, find_or_install
 
 HOOKS = CampaignHooks(evaluator_factory=fake_evaluator_factory)  # real mutators, fake (fast) latency
@@ -96,16 +94,9 @@ def _cli(*argv: str) -> tuple[int, str]:
 
 @pytest.fixture(scope="session")
 def ablation_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AblationRun]:
-    import ray
-
     tmp = tmp_path_factory.mktemp("ablation")
     file = _write_ablation(tmp)
-    head = RayHead(num_cpus=2, dashboard=False).start()
-    saved = os.environ.get("RAY_AUTH_MODE")
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    try:
-        ray.init(address=head.address, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
-                 logging_level=logging.WARNING)
+    with joined_head():
         ablation = load_ablation(file)
         directory = ablation.directory()
         # 1: stopped (as by Ctrl-C) once a generation is written: running runs end "interrupted"
@@ -126,12 +117,5 @@ def ablation_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AblationR
         # the run with the best kernel, so the report has a lineage to show
         report_run = max(sorted(directory.glob("runs/*")), key=lambda d: trace_of(load_run(d)).best_speedup or 0.0)
         report_rc, _ = _cli("report", str(report_run))
-    finally:
-        ray.shutdown()
-        head.stop()
-        if saved is None:
-            os.environ.pop("RAY_AUTH_MODE", None)
-        else:
-            os.environ["RAY_AUTH_MODE"] = saved
     yield AblationRun(file, directory, after_stop, dirs_after_stop, second_out, second_rc, third_out, third_rc,
                       sizes, report_rc, report_run)
