@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from evo.native_task import TASK_LIBRARY, NativeTask  # noqa: E402
-from evo.task import Size, Tolerance  # noqa: E402
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask  # noqa: E402
+from evo.contracts.task import Size, Tolerance  # noqa: E402
 
 TASK = TASK_LIBRARY / "attention_causal"
 _SCORES = "s = tl.dot(q, tl.trans(k)) * qk_scale  # in log2 units"

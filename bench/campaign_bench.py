@@ -25,8 +25,8 @@ from typing import Any
 
 import yaml
 
-from evo.candidate import Candidate
-from evo.run_store import MsgpackLog
+from evo.app.run_store import MsgpackLog
+from evo.contracts.candidate import Candidate
 from mutators.base import MutationContext, Mutator, Proposal, Scored
 
 
@@ -68,9 +68,9 @@ class Measured:
 def run_campaign(task: str, evaluators: int, generations: int, out: Path) -> Measured:
     import ray
 
-    from evo.campaign import Campaign
-    from evo.campaign_setup import CampaignHooks, prepare
-    from evo.progress import PlainLog
+    from evo.app.campaign import Campaign
+    from evo.app.campaign_setup import CampaignHooks, prepare
+    from evo.app.progress import PlainLog
 
     cfg = {
         "name": f"bench-{evaluators}", "seed": 1, "task": {"name": task},
@@ -102,8 +102,8 @@ def actor_vs_bare(run_dir: Path, task_name: str) -> tuple[float, float, int]:
     load on the machine hits both alike."""
     import ray
 
-    from evo.config import TaskConfig
-    from evo.native_task import TASK_LIBRARY, NativeTask
+    from evo.contracts.config import TaskConfig
+    from evo.contracts.native_task import TASK_LIBRARY, NativeTask
     from fitness.evaluate import EvalSettings, Evaluator
     from islands.evaluator_actor import EvaluatorSpec, TaskSpec, evaluator_actor_class
 

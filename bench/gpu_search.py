@@ -23,12 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from evo.candidate import Candidate  # noqa: E402
-from evo.native_task import TASK_LIBRARY, NativeTask  # noqa: E402
+from evo.contracts.candidate import Candidate  # noqa: E402
+from evo.contracts.mutator_config import OptunaConfig, SelectionConfig, StokeConfig, build_mutator, build_selector  # noqa: E402
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask  # noqa: E402
 from fitness.evaluate import EvalSettings, Evaluator, detect_device  # noqa: E402
 from islands.evaluation import LocalEvaluationService  # noqa: E402
 from islands.island import Island, IslandSettings, mutator_names  # noqa: E402
-from mutators.config import OptunaConfig, SelectionConfig, StokeConfig, build_mutator, build_selector  # noqa: E402
 
 
 def search(name: str, out: Path, seconds: float, device: str, seed: int) -> dict[str, Any]:

@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from evo.native_task import TASK_LIBRARY, NativeTask  # noqa: E402
-from evo.task import Tolerance  # noqa: E402
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask  # noqa: E402
+from evo.contracts.task import Tolerance  # noqa: E402
 
 F32 = np.float32
 Sum = Callable[[np.ndarray], np.ndarray]
@@ -140,7 +140,7 @@ KERNELS = (
 
 
 def worst_ratio(y: np.ndarray, ref: np.ndarray, tol: Tolerance) -> float:
-    """The worst element's |y - ref| over the tolerance, as `fitness.compare` measures it."""
+    """The worst element's |y - ref| over the tolerance, as `fitness.check.compare` measures it."""
     rms = float(np.sqrt(np.mean(ref * ref))) or 1.0
     with np.errstate(invalid="ignore"):
         r = np.abs(y - ref) / (tol.atol * rms + tol.rtol * np.abs(ref))

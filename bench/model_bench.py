@@ -21,13 +21,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from evo.candidate import Candidate  # noqa: E402
-from evo.native_task import TASK_LIBRARY, NativeTask, library_tasks  # noqa: E402
+from evo.contracts.candidate import Candidate  # noqa: E402
+from evo.contracts.gpus import DEFAULT_TARGET  # noqa: E402
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks  # noqa: E402
 from fitness.evaluate import EvalSettings, Evaluator  # noqa: E402
-from fitness.gpus import DEFAULT_TARGET  # noqa: E402
-from fitness.latency import LatencyMode, LatencySettings  # noqa: E402
-from fitness.model_latency import ModelLatency  # noqa: E402
-from fitness.sandbox import Worker  # noqa: E402
+from fitness.latency.model import ModelLatency  # noqa: E402
+from fitness.latency.stage import LatencyMode, LatencySettings  # noqa: E402
+from fitness.sandbox.process import Worker  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

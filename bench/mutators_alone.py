@@ -16,15 +16,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from evo.candidate import Candidate
-from evo.native_task import TASK_LIBRARY, NativeTask
-from evo.task import Task
+from evo.contracts.candidate import Candidate
+from evo.contracts.mutator_config import OptunaConfig, StokeConfig, build_mutator
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask
+from evo.contracts.records import Individual
+from evo.contracts.task import Task
 from fitness.evaluate import EvalSettings, Evaluator
 from islands.evaluation import LocalEvaluationService
-from islands.individual import Individual
 from islands.island import Island, IslandSettings, mutator_names
 from mutators.base import Mutator
-from mutators.config import OptunaConfig, StokeConfig, build_mutator
 from mutators.optuna_tuner import OptunaMutator
 from mutators.selection import FixedWeights
 from mutators.stoke import StokeMutator

@@ -29,11 +29,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from evo.campaign import Campaign  # noqa: E402
-from evo.campaign_setup import CampaignHooks, connect_ray, prepare_config  # noqa: E402
-from evo.config import load_config  # noqa: E402
-from evo.progress import PlainLog  # noqa: E402
-from mutators.config import LLMConfig  # noqa: E402
+from evo.app.campaign import Campaign  # noqa: E402
+from evo.app.campaign_setup import CampaignHooks, connect_ray, prepare_config  # noqa: E402
+from evo.app.progress import PlainLog  # noqa: E402
+from evo.contracts.config import load_config  # noqa: E402
+from evo.contracts.mutator_config import LLMConfig  # noqa: E402
 from mutators.llm_prompt import current_kernel  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI, Reply  # noqa: E402
 

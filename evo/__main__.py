@@ -1,5 +1,5 @@
 import sys
 
-from evo.cli import main
+from evo.app.cli import main
 
 sys.exit(main())

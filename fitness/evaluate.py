@@ -2,7 +2,7 @@
 
 `Evaluator` owns one worker subprocess (and, for the latency model, a compile worker). Evaluations
 are cached by candidate id + task key + device + level, so a kernel proposed twice (or found on
-two islands) is evaluated once. Latency (`fitness.latency`) is measured on CUDA and modelled
+two islands) is evaluated once. Latency (`fitness.latency.stage`) is measured on CUDA and modelled
 elsewhere, for quick evaluations too (the model is cached by candidate id).
 """
 
@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from evo.candidate import Candidate
-from evo.task import Case, Task
-from fitness.equivalence import check_equivalence
-from fitness.latency import LatencySettings, LatencyStage
-from fitness.lint import lint
-from fitness.sandbox import Worker
-from fitness.status import Evaluation, Status
+from evo.contracts.candidate import Candidate
+from evo.contracts.task import Case, Task
+from evo.contracts.verdict import Evaluation, Status
+from fitness.check.equivalence import check_equivalence
+from fitness.check.lint import lint
+from fitness.latency.stage import LatencySettings, LatencyStage
+from fitness.sandbox.process import Worker
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The evaluation worker: a subprocess that imports candidates and runs them, nothing more.
 
-Started by `fitness.sandbox.Worker` with a scrubbed environment (``TRITON_INTERPRET=1`` on a
+Started by `fitness.sandbox.process.Worker` with a scrubbed environment (``TRITON_INTERPRET=1`` on a
 machine without CUDA, set before triton is imported). It lays out guarded buffers, calls
 ``launch`` under `CandidateGuard` and sends every storage back byte for byte: all judgement
 (guards, inputs unchanged, poison left, tolerance) happens in the driver, which never runs
@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from evo import dtypes
-from fitness import guard, protocol
+from evo.contracts import dtypes
+from fitness.sandbox import protocol
+from fitness.sandbox import zones as guard
 
 
 def _set_memory_limit(megabytes: int) -> None:
@@ -82,7 +83,7 @@ class Runner:
 
     # -- classification -------------------------------------------------------------------
     def failure(self, e: BaseException) -> dict[str, Any]:
-        from fitness.worker_guard import ForbiddenOperation
+        from fitness.sandbox.torch_guard import ForbiddenOperation
 
         text = _describe(e, self.filename)
         if isinstance(e, ForbiddenOperation):
@@ -97,7 +98,7 @@ class Runner:
 
     # -- ops ---------------------------------------------------------------------------------
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
-        from fitness.worker_guard import CandidateGuard
+        from fitness.sandbox.torch_guard import CandidateGuard
 
         if msg.get("reuse") and self.module is not None and self.module.__name__ == f"evo_candidate_{msg['name']}" \
                 and dict(msg.get("params", {})) == self.params:
@@ -152,7 +153,7 @@ class Runner:
         return bytes(t.cpu().numpy().tobytes())
 
     def run(self, msg: dict[str, Any]) -> dict[str, Any]:
-        from fitness.worker_guard import CandidateGuard
+        from fitness.sandbox.torch_guard import CandidateGuard
 
         if self.module is None:
             return {"ok": False, "kind": "crash", "message": "no candidate loaded"}
@@ -218,14 +219,14 @@ def main() -> None:
     if args.device != "cpu":
         torch.cuda.init()
     elif not args.compile_only:
-        from fitness.interp_compat import install
+        from fitness.sandbox.interp_compat import install
 
         install()  # older interpreters under numpy >= 2.4: loops over runtime scalars
     _exit_with_parent()  # before the memory limit: the thread's stack counts against it
     if args.memory_mb and args.device == "cpu":
         _set_memory_limit(args.memory_mb)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    from fitness.worker_ops import LatencyOps
+    from fitness.latency.ops import LatencyOps
 
     gc.freeze()  # what the imports made is never garbage: keep each unload's collection cheap
     runner = Runner(args.device)

@@ -16,16 +16,16 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from evo.candidate import Candidate
-from evo.run_store import pack, unpack
+from evo.app.run_store import pack, unpack
+from evo.contracts.candidate import Candidate
+from evo.contracts.mutator_config import SelectionConfig, build_selector
+from evo.contracts.records import Individual
 from islands.broker import BrokerSpec, EvaluationBroker
 from islands.evaluation import EvalRequest, EvalResult
 from islands.evaluator_actor import TaskSpec
-from islands.individual import Individual
 from islands.island import Island, IslandSettings, mutator_names
 from islands.report import GenerationReport
 from mutators.base import Mutator
-from mutators.config import SelectionConfig, build_selector
 from mutators.selection import OperatorStats
 
 MutatorFactory = Callable[..., Mutator]  # (cfg, *, run_dir: Path, seed: int) -> Mutator
@@ -40,7 +40,7 @@ def mutator_seed(campaign_seed: int, island: int, position: int) -> int:
 class IslandSpec:
     settings: IslandSettings
     task: TaskSpec
-    mutators: tuple[Any, ...]  # mutators.config.MutatorConfig entries
+    mutators: tuple[Any, ...]  # evo.contracts.mutator_config.MutatorConfig entries
     selection: SelectionConfig
     seed: int
     run_dir: str

@@ -21,8 +21,8 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-from evo.run_store import MsgpackLog
-from fitness.status import Evaluation, Status
+from evo.app.run_store import MsgpackLog
+from evo.contracts.verdict import Evaluation, Status
 from islands.evaluation import CacheKey, EvalCache, EvalRecord, EvalRequest, EvalResult, failed
 from islands.evaluator_actor import EvaluatorInfo, EvaluatorSpec, evaluator_actor_class
 

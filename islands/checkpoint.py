@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from deap import tools
 
-from evo.candidate import Candidate
-from fitness.status import Evaluation
-from islands.individual import Individual
+from evo.contracts.candidate import Candidate
+from evo.contracts.records import Individual
+from evo.contracts.verdict import Evaluation
 from mutators.base import Proposal
 
 if TYPE_CHECKING:

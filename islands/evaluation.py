@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from evo.candidate import Candidate
-from fitness.status import Evaluation, Status
-from islands.individual import Origin
+from evo.contracts.candidate import Candidate
+from evo.contracts.records import Origin
+from evo.contracts.verdict import Evaluation, Status
 
 FULL = "full"
 QUICK = "quick"

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from evo.candidate import Candidate
-from evo.config import TaskConfig
-from evo.task import Task
+from evo.contracts.candidate import Candidate
+from evo.contracts.config import TaskConfig
+from evo.contracts.task import Task
+from evo.contracts.verdict import Evaluation
 from fitness.evaluate import EvalSettings, Evaluator, detect_device
-from fitness.status import Evaluation
 
 
 class EvaluatorLike(Protocol):
@@ -52,7 +52,7 @@ class TaskSpec:
     base_dir: str
 
     def build(self) -> Task:
-        from evo.task_loader import build_task
+        from evo.contracts.task_loader import build_task
 
         return build_task(self.config, Path(self.base_dir))
 

@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 from deap import tools
 
-from evo.candidate import Candidate
-from evo.task import Task
-from fitness.status import Evaluation
+from evo.contracts.candidate import Candidate
+from evo.contracts.records import Individual, Origin, Tier, same_id
+from evo.contracts.task import Task
+from evo.contracts.verdict import Evaluation
 from islands.checkpoint import island_state, load_island_state
 from islands.evaluation import FULL, EvalRequest, EvalResult, EvaluationService
-from islands.individual import Individual, Origin, Tier, same_id
 from islands.report import FailedProposal, GenerationReport, Tally
 from mutators.base import EvaluateFn, MutationContext, Mutator, Proposal
 from mutators.selection import Outcome, Selector

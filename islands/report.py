@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from islands.individual import speedup
+from evo.contracts.records import speedup
 
 
 @dataclass(frozen=True)

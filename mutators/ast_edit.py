@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
-from evo.candidate import Candidate
+from evo.contracts.candidate import Candidate
 
 T = TypeVar("T")
 

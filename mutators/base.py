@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evo.candidate import Candidate
-from evo.task import Task
-from fitness.status import Evaluation
+from evo.contracts.candidate import Candidate
+from evo.contracts.task import Task
+from evo.contracts.verdict import Evaluation
 
 
 @dataclass(frozen=True)

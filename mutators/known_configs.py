@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from evo.candidate import Params, ParamValue
+from evo.contracts.candidate import Params, ParamValue
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "BLOCK_M": ("BLOCK_M", "BLOCK_SIZE_M", "BM"),

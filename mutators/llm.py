@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from evo.candidate import Candidate, CandidateError
-from fitness.status import Evaluation
+from evo.contracts.candidate import Candidate, CandidateError
+from evo.contracts.verdict import Evaluation
 from mutators.base import MutationContext, Mutator, Proposal, Scored
 from mutators.llm_client import BudgetSpent, Completion, LLMClient, LLMError, Prices
 from mutators.llm_parse import ReplyError, apply_reply
@@ -44,7 +44,7 @@ class LLMMutator(Mutator):
 
     @classmethod
     def from_config(cls, cfg: Any, *, run_dir: Path) -> LLMMutator:
-        """Built from an `LLMConfig` (see `mutators.config`)."""
+        """Built from an `LLMConfig` (see `evo.contracts.mutator_config`)."""
         record = Path(cfg.record_path) if cfg.record_path else run_dir / "llm_record.jsonl"
         client = LLMClient(
             model=cfg.model, base_url=cfg.base_url, api_key_env=cfg.api_key_env, temperature=cfg.temperature,

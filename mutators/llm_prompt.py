@@ -10,9 +10,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from evo.candidate import Candidate
-from evo.task import Task
-from fitness.status import Evaluation
+from evo.contracts.candidate import Candidate
+from evo.contracts.task import Task
+from evo.contracts.verdict import Evaluation
 from mutators.base import Scored
 
 SYSTEM = """You are an expert GPU performance engineer who writes Triton kernels.

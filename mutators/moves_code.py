@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from evo.candidate import Candidate, CandidateError
+from evo.contracts.candidate import Candidate, CandidateError
 from mutators.ast_edit import (
     Applied,
     AstMove,

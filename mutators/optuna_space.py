@@ -18,7 +18,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, IntD
 from optuna.storages import BaseStorage, JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 
-from evo.candidate import Candidate, CandidateError, Params, ParamValue
+from evo.contracts.candidate import Candidate, CandidateError, Params, ParamValue
 
 _LIMITS = {"num_warps": 32, "num_stages": 8}
 RDB_SCHEMES = ("sqlite", "postgresql", "mysql", "oracle", "mssql")

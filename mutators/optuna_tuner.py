@@ -30,8 +30,8 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState, create_trial
 
-from evo.candidate import Candidate, module_literal
-from fitness.status import Evaluation
+from evo.contracts.candidate import Candidate, module_literal
+from evo.contracts.verdict import Evaluation
 from mutators.base import MutationContext, Mutator, Proposal, Scored
 from mutators.known_configs import known_configs
 from mutators.optuna_space import SAMPLERS, Encoding, make_sampler, open_storage

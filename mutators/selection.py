@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from fitness.status import Evaluation, Status
+from evo.contracts.verdict import Evaluation, Status
 from mutators.base import Proposal
 
 MIN_COST_S = 1e-3

@@ -1,7 +1,7 @@
 """STOKE: random local moves walked as a short Metropolis-Hastings chain (Schkufza et al., 2013).
 
 From the parent, each step draws a move kind (by weight) and applies it to a copy of the current
-state. A move with no site, a result that does not parse or fails `fitness.lint.lint`, or one that
+state. A move with no site, a result that does not parse or fails `fitness.check.lint.lint`, or one that
 changes nothing is skipped: it is not an evaluation and not a step. A valid state is checked
 cheaply (``ctx.evaluate(c, "quick")``) and costs
 
@@ -28,9 +28,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from evo.candidate import Candidate
-from fitness.lint import lint
-from fitness.status import Evaluation
+from evo.contracts.candidate import Candidate
+from evo.contracts.verdict import Evaluation
+from fitness.check.lint import lint
 from mutators.base import MutationContext, Mutator, Proposal, Scored
 from mutators.moves import DEFAULT_WEIGHTS, Move, move_named
 from mutators.stoke_stats import MoveStats, format_table

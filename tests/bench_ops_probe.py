@@ -1,4 +1,4 @@
-"""Drives the CUDA worker's bench ops (`fitness.cuda_bench.BenchOps`) on the CPU: torch.cuda is
+"""Drives the CUDA worker's bench ops (`fitness.latency.cuda_bench.BenchOps`) on the CPU: torch.cuda is
 faked (events read `time.perf_counter`), tensors stay on the CPU, kernels run in the interpreter,
 at a small size of the softmax task. Prints one JSON line with every reply. Run as
 ``TRITON_INTERPRET=1 python -m tests.bench_ops_probe`` (`tests.test_bench_ops` does).
@@ -55,12 +55,12 @@ def main() -> None:
     assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
     import torch
 
-    from evo.candidate import Candidate
-    from evo.native_task import NativeTask
-    from fitness import cuda_bench
-    from fitness.cuda_latency import task_info
-    from fitness.interp_compat import install
-    from fitness.model_latency import tensor_specs
+    from evo.contracts.candidate import Candidate
+    from evo.contracts.native_task import NativeTask
+    from fitness.latency import cuda_bench
+    from fitness.latency.cuda import task_info
+    from fitness.latency.model import tensor_specs
+    from fitness.sandbox.interp_compat import install
     from fitness.worker import Runner
 
     install()

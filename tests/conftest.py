@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from evo.candidate import Candidate
-from evo.native_task import NativeTask
+from evo.contracts.candidate import Candidate
+from evo.contracts.native_task import NativeTask
 from fitness.evaluate import EvalSettings, Evaluator
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,10 +11,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from evo.candidate import Candidate
-from evo.task import Task
+from evo.contracts.candidate import Candidate
+from evo.contracts.task import Task
+from evo.contracts.verdict import Evaluation, LatencySource, Status
 from fitness.evaluate import EvalSettings, Evaluator
-from fitness.status import Evaluation, LatencySource, Status
 from mutators.base import MutationContext, Mutator, Proposal, Scored, choose
 
 CANDIDATES = Path(__file__).resolve().parent / "candidates"

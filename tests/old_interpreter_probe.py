@@ -3,7 +3,7 @@ in a jit helper) plainly and under the latency model's profiler, in an interpret
 ``tensor.__index__`` is Triton 3.6's: ``int()`` of the one-element array that holds a scalar, an
 error since numpy 2.4 (and a DeprecationWarning before it, made an error here too). Prints one JSON
 line. Run as ``TRITON_INTERPRET=1 python -m tests.old_interpreter_probe [--no-fix]``; without
-``--no-fix`` the project's `fitness.interp_compat.install` runs first, as the interpreter worker does.
+``--no-fix`` the project's `fitness.sandbox.interp_compat.install` runs first, as the interpreter worker does.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ def main() -> None:
     import torch
     from triton.runtime import interpreter
 
-    from fitness.interp_compat import install
-    from fitness.interp_profile import LaunchProfiler
+    from fitness.latency.interp_profile import LaunchProfiler
+    from fitness.sandbox.interp_compat import install
 
     _old_index(interpreter)
     if not args.no_fix:

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from evo.ablation import preflight
-from evo.ablation_config import deep_merge, load_ablation
-from evo.cli import main
-from evo.config import ConfigError
+from evo.app.ablation import preflight
+from evo.app.ablation_config import deep_merge, load_ablation
+from evo.app.cli import main
+from evo.contracts.config import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "configs" / "ablation_mutators.yaml"

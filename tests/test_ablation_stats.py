@@ -9,10 +9,10 @@ import math
 
 import pytest
 
-from evo.ablation_stats import Spread, analyse, markdown_tables, to_csv
-from evo.run_data import load_run
-from evo.trace import trace_of
-from fitness.status import Status
+from evo.app.ablation_stats import Spread, analyse, markdown_tables, to_csv
+from evo.app.run_data import load_run
+from evo.app.trace import trace_of
+from evo.contracts.verdict import Status
 
 from .reports.synthetic import Ev, make_run
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evo.campaign_setup import CampaignHooks, prepare
-from evo.config import ConfigError, load_config
-from evo.progress import IslandRow, LiveTable, PlainLog, Totals
-from evo.task_loader import build_task
-from mutators.config import MUTATOR_KINDS
+from evo.app.campaign_setup import CampaignHooks, prepare
+from evo.app.progress import IslandRow, LiveTable, PlainLog, Totals
+from evo.contracts.config import ConfigError, load_config
+from evo.contracts.mutator_config import MUTATOR_KINDS
+from evo.contracts.task_loader import build_task
 
 from .conftest import ROOT
 from .islands_fakes import fake_mutator_factory
@@ -111,8 +111,8 @@ def test_the_live_table_shows_every_island_and_the_totals():
 
 
 def test_campaigns_evaluate_with_the_same_settings_as_evo_eval(tmp_path):
-    from evo.config import parse_config
-    from evo.settings import eval_settings
+    from evo.app.settings import eval_settings
+    from evo.contracts.config import parse_config
 
     cfg = parse_config({"task": {"name": "softmax"}, "mutators": [{"kind": "optuna"}],
                         "evaluation": {"target_gpu": "a100", "latency": "model", "baselines": ["seed"],
@@ -120,6 +120,6 @@ def test_campaigns_evaluate_with_the_same_settings_as_evo_eval(tmp_path):
     s = eval_settings(cfg)
     assert (s.latency.target_gpu, s.latency.mode.value, s.latency.baselines) == ("a100", "model", ("seed",))
     assert s.latency.timer.rep_ms == 50 and s.draws == 3
-    import evo.campaign as campaign
+    import evo.app.campaign as campaign
 
     assert campaign.eval_settings is eval_settings  # the campaign uses this translation, not its own

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evo.campaign import Campaign
-from evo.campaign_setup import CampaignHooks, prepare
-from evo.progress import PlainLog
-from evo.run_store import MsgpackLog, RunStore, unpack
+from evo.app.campaign import Campaign
+from evo.app.campaign_setup import CampaignHooks, prepare
+from evo.app.progress import PlainLog
+from evo.app.run_store import MsgpackLog, RunStore, unpack
 
 from .campaign_job import FAKE_HOOKS
 from .islands_fakes import fake_latency_ms, fault_evaluator_factory, fault_mutator_factory
@@ -175,7 +175,7 @@ def test_hung_crashing_and_killed_evaluators_give_verdicts_and_are_replaced(ray_
 
 
 def fake_latency_ms_of_faster() -> float:
-    from evo.candidate import Candidate
+    from evo.contracts.candidate import Candidate
 
     from .islands_fakes import FASTER_SOFTMAX
 

@@ -1,4 +1,4 @@
-from evo.candidate import Candidate, module_literal
+from evo.contracts.candidate import Candidate, module_literal
 
 SRC = 'PARAMS = {"BLOCK": 64, "num_warps": 4}\nSPACE = {"BLOCK": [64, 128]}\n'
 

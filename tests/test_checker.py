@@ -6,9 +6,9 @@ import os
 
 import pytest
 
+from evo.contracts.verdict import Status
 from fitness.evaluate import EvalSettings, Evaluator
-from fitness.sandbox import scrubbed_env
-from fitness.status import Status
+from fitness.sandbox.process import scrubbed_env
 
 from .conftest import candidate
 
@@ -60,7 +60,7 @@ def test_correct_kernels_written_differently_from_the_seed_pass(softmax_evaluato
 
 
 def test_the_seed_passes_and_the_worker_is_reused(softmax_task, softmax_evaluator):
-    from evo.candidate import Candidate
+    from evo.contracts.candidate import Candidate
 
     seed = Candidate.from_source(softmax_task.seed_source)
     first = softmax_evaluator.evaluate(seed)

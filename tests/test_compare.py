@@ -1,7 +1,7 @@
 import numpy as np
 
-from evo.task import DEFAULT_TOLERANCE, Tolerance
-from fitness.compare import compare
+from evo.contracts.task import DEFAULT_TOLERANCE, Tolerance
+from fitness.check.compare import compare
 
 
 def test_fp16_rounding_of_an_fp32_softmax_fails_the_default_fp32_tolerance():

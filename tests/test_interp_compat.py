@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fitness.interp_compat import scalar_index
+from fitness.sandbox.interp_compat import scalar_index
 
 from .conftest import ROOT
 

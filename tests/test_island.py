@@ -6,12 +6,12 @@ import random
 
 import pytest
 
-from evo.candidate import Candidate
-from evo.run_store import pack, unpack
-from fitness.status import Evaluation, LatencySource, Status
+from evo.app.run_store import pack, unpack
+from evo.contracts.candidate import Candidate
+from evo.contracts.records import Individual, Origin, Tier
+from evo.contracts.verdict import Evaluation, LatencySource, Status
 from islands.checkpoint import CheckpointError
 from islands.evaluation import EvalCache, EvalRecord, LocalEvaluationService
-from islands.individual import Individual, Origin, Tier
 from islands.island import Island, IslandError, IslandSettings, mutator_names
 from mutators.selection import FixedWeights
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evo.config import load_config
-from evo.kernelbench import KernelBenchTask
-from evo.task import TaskError
-from evo.task_loader import build_task
+from evo.contracts.config import load_config
+from evo.contracts.kernelbench import KernelBenchTask
+from evo.contracts.task import TaskError
+from evo.contracts.task_loader import build_task
 from fitness.evaluate import EvalSettings, Evaluator
 
 from .conftest import candidate
@@ -51,7 +51,7 @@ def test_state_dict_tensors_follow_the_inputs_and_are_redrawn():
 def test_kernelbench_seeds_pass(name):
     task = task_from(name)
     with Evaluator(task, EvalSettings(timeout_s=30), device="cpu") as ev:
-        from evo.candidate import Candidate
+        from evo.contracts.candidate import Candidate
 
         assert task.seed_source is not None
         result = ev.evaluate(Candidate.from_source(task.seed_source))

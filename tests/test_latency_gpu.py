@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from evo.candidate import Candidate
-from evo.native_task import NativeTask
+from evo.contracts.candidate import Candidate
+from evo.contracts.native_task import NativeTask
+from evo.contracts.verdict import LatencySource
 from fitness.evaluate import EvalSettings, Evaluator
-from fitness.latency import LatencySettings
-from fitness.status import LatencySource
+from fitness.latency.stage import LatencySettings
 
 from .conftest import ROOT, has_cuda
 

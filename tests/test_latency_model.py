@@ -10,13 +10,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from evo.candidate import Candidate
-from evo.native_task import NativeTask, library_tasks
+from evo.contracts.candidate import Candidate
+from evo.contracts.native_task import NativeTask, library_tasks
+from evo.contracts.verdict import LatencySource, Status
 from fitness.evaluate import EvalSettings, Evaluator
-from fitness.latency import LatencyMode, LatencySettings
-from fitness.model_latency import ModelLatency
-from fitness.sandbox import Worker, scrubbed_env
-from fitness.status import LatencySource, Status
+from fitness.latency.model import ModelLatency
+from fitness.latency.stage import LatencyMode, LatencySettings
+from fitness.sandbox.process import Worker, scrubbed_env
 
 from .conftest import CANDIDATES, ROOT
 

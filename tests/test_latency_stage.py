@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from evo.candidate import Candidate
-from evo.native_task import NativeTask
-from fitness.cuda_latency import CudaLatency
-from fitness.latency import LatencySettings, speed_of_light_violation
-from fitness.status import Evaluation, LatencySource, Status
+from evo.contracts.candidate import Candidate
+from evo.contracts.native_task import NativeTask
+from evo.contracts.verdict import Evaluation, LatencySource, Status
+from fitness.latency.cuda import CudaLatency
+from fitness.latency.stage import LatencySettings, speed_of_light_violation
 
 from .conftest import ROOT
 from .test_cli import evo, last_json
@@ -22,7 +22,7 @@ MATMUL_SOL_MS = 2 * 4096**3 / 989.4e12 * 1e3  # 4096^3 fp16 on an H100 at peak: 
 
 
 class ScriptedCudaWorker:
-    """Answers the CUDA worker's latency ops from a script, as `fitness.cuda_bench` does: times per
+    """Answers the CUDA worker's latency ops from a script, as `fitness.latency.cuda_bench` does: times per
     subject (a list: one per timing op that times it, the last repeated), baselines timed alongside
     the subject in ``with``, a module kept under ``keep_as`` until the next setup, failures on demand."""
 

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from fitness.timer import (
+from fitness.latency.timer import (
     Session,
     SpinUpSettings,
     Subject,

@@ -1,6 +1,6 @@
 import pytest
 
-from fitness.lint import lint
+from fitness.check.lint import lint
 
 HEADER = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef _k(y_ptr):\n    tl.store(y_ptr, 1.0)\n\n\n"
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from evo.candidate import Candidate
-from evo.native_task import NativeTask
-from fitness.status import Evaluation, LatencySource, Status
+from evo.contracts.candidate import Candidate
+from evo.contracts.mutator_config import LLMConfig, build_mutator
+from evo.contracts.native_task import NativeTask
+from evo.contracts.verdict import Evaluation, LatencySource, Status
 from mutators.base import MutationContext, Proposal, Scored
-from mutators.config import LLMConfig, build_mutator
 from mutators.llm import LLMMutator
 from tests.fakes.openai_server import FakeOpenAI, Reply
 

@@ -6,10 +6,10 @@ import json
 import random
 from pathlib import Path
 
-from evo.candidate import Candidate
-from evo.native_task import NativeTask
+from evo.contracts.candidate import Candidate
+from evo.contracts.mutator_config import LLMConfig, build_mutator
+from evo.contracts.native_task import NativeTask
 from mutators.base import MutationContext, Scored
-from mutators.config import LLMConfig, build_mutator
 from mutators.llm_prompt import build_messages, current_kernel, source_with_params
 from tests.fakes.standin import fake_evaluate
 

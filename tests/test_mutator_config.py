@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from mutators.config import LLMConfig, MutatorConfig, OptunaConfig, SelectionConfig, StokeConfig, build_mutator
+from evo.contracts.mutator_config import (
+    LLMConfig,
+    MutatorConfig,
+    OptunaConfig,
+    SelectionConfig,
+    StokeConfig,
+    build_mutator,
+)
 from mutators.llm import LLMMutator
 from mutators.optuna_tuner import OptunaMutator
 from mutators.stoke import StokeMutator

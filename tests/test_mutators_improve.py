@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from bench.mutators_alone import Solo, run_alone
-from evo.native_task import NativeTask
-from evo.task import Task
+from evo.contracts.mutator_config import LLMConfig, OptunaConfig, StokeConfig, build_mutator
+from evo.contracts.native_task import NativeTask
+from evo.contracts.task import Task
+from evo.contracts.verdict import LatencySource
 from fitness.evaluate import EvalSettings, Evaluator
-from fitness.status import LatencySource
-from mutators.config import LLMConfig, OptunaConfig, StokeConfig, build_mutator
 from mutators.optuna_tuner import OptunaMutator
 from mutators.stoke import StokeMutator
 from tests.fakes.openai_server import FakeOpenAI, Reply

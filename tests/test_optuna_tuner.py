@@ -9,9 +9,9 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from evo.candidate import Candidate
-from evo.native_task import NativeTask
-from fitness.status import Evaluation, Status
+from evo.contracts.candidate import Candidate
+from evo.contracts.native_task import NativeTask
+from evo.contracts.verdict import Evaluation, Status
 from mutators.base import MutationContext, Scored
 from mutators.known_configs import TRITON_TUTORIAL_MATMUL, known_configs
 from mutators.optuna_space import Encoding, derived_space, open_storage

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from fitness.counts import BufferTraffic, KernelResources, LaunchCounts
-from fitness.gpus import PROFILES, get_profile, profile_for_device
-from fitness.roofline import DoesNotFit, estimate_launch, occupancy, speed_of_light
-from fitness.sampling import loop_plan, program_scales, programs, reuse_probes, sample_programs
+from evo.contracts.gpus import PROFILES, get_profile, profile_for_device
+from fitness.latency.counts import BufferTraffic, KernelResources, LaunchCounts
+from fitness.latency.roofline import DoesNotFit, estimate_launch, occupancy, speed_of_light
+from fitness.latency.sampling import loop_plan, program_scales, programs, reuse_probes, sample_programs
 
 H100 = get_profile("h100")
 MB = 1 << 20

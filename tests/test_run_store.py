@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evo.run_store import MsgpackLog, RunStore, pack, unpack
+from evo.app.run_store import MsgpackLog, RunStore, pack, unpack
 
 
 def test_a_record_cut_short_is_dropped_and_cut_off_before_appending(tmp_path):

@@ -8,10 +8,10 @@ from collections import Counter
 
 import pytest
 
-from evo.candidate import Candidate
-from fitness.status import Evaluation, Status
+from evo.contracts.candidate import Candidate
+from evo.contracts.mutator_config import LLMConfig, OptunaConfig, SelectionConfig, StokeConfig, build_selector
+from evo.contracts.verdict import Evaluation, Status
 from mutators.base import Proposal
-from mutators.config import LLMConfig, OptunaConfig, SelectionConfig, StokeConfig, build_selector
 from mutators.selection import UCB1, FixedWeights, Outcome, Thompson, elite_share, format_table, pull_reward
 
 

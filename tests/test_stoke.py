@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from evo.candidate import Candidate
-from evo.native_task import NativeTask
-from fitness.lint import lint
-from fitness.status import Evaluation, Status
+from evo.contracts.candidate import Candidate
+from evo.contracts.native_task import NativeTask
+from evo.contracts.verdict import Evaluation, Status
+from fitness.check.lint import lint
 from mutators.base import MutationContext, Scored
 from mutators.moves import DEFAULT_WEIGHTS, MOVE_NAMES, MOVES, move_named
 from mutators.moves_code import LOG2E, next_value

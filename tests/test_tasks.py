@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from evo.candidate import Candidate
-from evo.check import reference_findings
-from evo.native_task import TASK_LIBRARY, NativeTask, library_tasks
+from evo.app.check import reference_findings
+from evo.contracts.candidate import Candidate
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks
 from fitness.evaluate import EvalSettings, Evaluator
 
 REQUIRED = {"vector_add", "softmax", "layernorm", "matmul", "reduction"}

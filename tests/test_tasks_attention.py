@@ -17,10 +17,10 @@ import pytest
 import torch
 
 from bench.attention_precision import MUST_FAIL, kernel_source
-from evo.candidate import Candidate
-from evo.native_task import TASK_LIBRARY, NativeTask
+from evo.contracts.candidate import Candidate
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask
+from evo.contracts.verdict import Status
 from fitness.evaluate import EvalSettings, Evaluator
-from fitness.status import Status
 
 TASKS = ("attention", "attention_causal", "mla_decode")
 ROOT = TASK_LIBRARY.parent

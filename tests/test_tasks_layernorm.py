@@ -13,12 +13,12 @@ from collections.abc import Iterator
 import pytest
 
 from bench.layernorm_precision import KERNELS, run
-from evo.candidate import Candidate
-from evo.native_task import TASK_LIBRARY, NativeTask
-from evo.task import Tolerance
+from evo.contracts.candidate import Candidate
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask
+from evo.contracts.task import Tolerance
+from evo.contracts.verdict import Status
 from fitness.evaluate import EvalSettings, Evaluator
-from fitness.latency import LatencyMode, LatencySettings
-from fitness.status import Status
+from fitness.latency.stage import LatencyMode, LatencySettings
 from tests.conftest import candidate
 
 

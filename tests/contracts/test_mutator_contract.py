@@ -14,11 +14,11 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from evo.candidate import Candidate
-from evo.native_task import NativeTask
-from fitness.status import Evaluation, Status
+from evo.contracts.candidate import Candidate
+from evo.contracts.mutator_config import LLMConfig, OptunaConfig, StokeConfig, build_mutator
+from evo.contracts.native_task import NativeTask
+from evo.contracts.verdict import Evaluation, Status
 from mutators.base import MutationContext, Mutator, Proposal, Scored
-from mutators.config import LLMConfig, OptunaConfig, StokeConfig, build_mutator
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 # a fake evaluate on purpose: the contract is about the protocol (determinism, lineage, state),

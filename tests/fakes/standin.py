@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from evo.candidate import Candidate
-from fitness.lint import lint
-from fitness.status import Evaluation, LatencySource, Status
+from evo.contracts.candidate import Candidate
+from evo.contracts.verdict import Evaluation, LatencySource, Status
+from fitness.check.lint import lint
 
 _BLOCK_PREFIXES = ("B", "BLOCK")
 

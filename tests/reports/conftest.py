@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evo.ablation import AblationRunner
-from evo.ablation_config import load_ablation
-from evo.campaign_setup import CampaignHooks
-from evo.cli import main
-from evo.run_data import load_run
-from evo.run_store import MsgpackLog
-from evo.trace import trace_of
+from evo.app.ablation import AblationRunner
+from evo.app.ablation_config import load_ablation
+from evo.app.campaign_setup import CampaignHooks
+from evo.app.cli import main
+from evo.app.run_data import load_run
+from evo.app.run_store import MsgpackLog
+from evo.app.trace import trace_of
 
 from ..conftest import ROOT
 from ..islands_fakes import fake_evaluator_factory

@@ -1,4 +1,4 @@
-"""Run directories written by hand, record by record, in the format of `evo.run_store`: for report and
+"""Run directories written by hand, record by record, in the format of `evo.app.run_store`: for report and
 statistics tests that need exact histories (a pause between sessions, no improvement, a rejected
 seed, a run in progress) without running a campaign."""
 
@@ -11,11 +11,11 @@ from typing import Any
 
 import yaml
 
-from evo.candidate import Candidate
-from evo.run_store import MsgpackLog
-from fitness.status import Evaluation, LatencySource, Status
+from evo.app.run_store import MsgpackLog
+from evo.contracts.candidate import Candidate
+from evo.contracts.records import Origin
+from evo.contracts.verdict import Evaluation, LatencySource, Status
 from islands.evaluation import EvalRecord
-from islands.individual import Origin
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = Candidate.from_source((ROOT / "tasks" / "softmax" / "seed.py").read_text())

@@ -11,9 +11,9 @@ from collections import Counter
 
 import pytest
 
-from evo.run_data import load_run
-from evo.run_store import MsgpackLog
-from evo.trace import trace_of
+from evo.app.run_data import load_run
+from evo.app.run_store import MsgpackLog
+from evo.app.trace import trace_of
 
 pytestmark = pytest.mark.slow
 

@@ -7,10 +7,10 @@ import re
 import pytest
 from PIL import Image
 
-from evo.report import write_run_report
-from evo.run_data import load_run
-from evo.trace import trace_of
-from fitness.status import Status
+from evo.app.report import write_run_report
+from evo.app.run_data import load_run
+from evo.app.trace import trace_of
+from evo.contracts.verdict import Status
 
 from .browser import dom, screenshot
 from .synthetic import Ev, make_run

@@ -1,0 +1,292 @@
+"""`evo ablate ABLATION.yaml`: every variant x seed as a campaign, several at once on one Ray cluster.
+
+The ablation directory (<output_dir>/<name>/) holds `ablation.json` (the state: each run's status
+and run directory), `runs/` (one campaign run directory per variant and seed) and the results
+(`evo.app.ablation_report`). Running the same command again continues: finished runs are not redone,
+interrupted and failed ones resume from their run directory, pending ones start. A variant whose
+config changed under existing runs is an error (use another `name` or `--output`).
+
+Runs go to the cluster (RAY_ADDRESS, else a local Ray) as its resources allow: a run needs the CPUs
+(or GPUs) of its evaluators, and a run starts when they are free, at most `parallel` at a time. The
+campaign drivers are threads of this process; their actors are spread over the cluster. Ctrl-C
+stops every run after its current generation (Ctrl-C again: at once); run the command again to
+continue.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import queue
+import sys
+import threading
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import IO, Any
+
+from evo.app.ablation_config import Ablation, RunSpec
+from evo.app.campaign_setup import CampaignHooks, prepare, prepare_config
+from evo.app.progress import IslandRow, Totals
+from evo.app.run_store import RunStore, write_atomic
+from evo.contracts.config import ConfigError
+
+STATE_FILE = "ablation.json"
+
+
+class RunStatus(str, Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    INTERRUPTED = "interrupted"
+    FINISHED = "finished"
+    FAILED = "failed"
+
+
+@dataclass
+class RunEntry:
+    variant: str
+    seed: int
+    config_hash: str
+    status: RunStatus = RunStatus.PENDING
+    run_dir: str = ""
+    error: str = ""
+    started: str = ""
+    ended: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "status": self.status.value}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunEntry:
+        return cls(**{**d, "status": RunStatus(d["status"])})
+
+
+@dataclass
+class AblationState:
+    path: Path
+    source: str
+    runs: dict[str, RunEntry] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, directory: Path, ablation: Ablation) -> AblationState:
+        path = directory / STATE_FILE
+        state = cls(path, str(ablation.source))
+        if path.is_file():
+            data = json.loads(path.read_text())
+            state.runs = {k: RunEntry.from_dict(v) for k, v in data.get("runs", {}).items()}
+        changed = [spec.key for spec in ablation.runs()
+                   if spec.key in state.runs and state.runs[spec.key].config_hash != spec.config_hash()
+                   and state.runs[spec.key].status is not RunStatus.PENDING]
+        if changed:
+            raise ConfigError(f"{ablation.source}: the config of {', '.join(changed)} changed since those runs were "
+                              f"made in {directory}; give the ablation another name or --output")
+        for spec in ablation.runs():
+            entry = state.runs.get(spec.key)
+            if entry is None or entry.status is RunStatus.PENDING:
+                state.runs[spec.key] = RunEntry(spec.variant, spec.seed, spec.config_hash(),
+                                                run_dir=entry.run_dir if entry else "")
+        return state
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"source": self.source, "updated": _now(), "runs": {k: e.to_dict() for k, e in self.runs.items()}}
+        write_atomic(self.path, (json.dumps(data, indent=2) + "\n").encode())
+
+
+def _now() -> str:
+    return dt.datetime.now().isoformat(timespec="seconds")
+
+
+class RunLog:
+    """Progress of one run among several: a line per island generation, prefixed with the run."""
+
+    def __init__(self, key: str, stream: IO[str]) -> None:
+        self.key, self.stream = key, stream
+
+    def update(self, row: IslandRow, rows: list[IslandRow], totals: Totals) -> None:
+        best = f"{totals.best_speedup:.2f}x" if totals.best_speedup else "-"
+        print(f"[{self.key}] island {row.index} gen {row.generation}: best {best}, evals {totals.evaluations}, "
+              f"llm ${totals.llm_usd:.4f}, {totals.elapsed_s:.0f} s", file=self.stream, flush=True)
+
+    def message(self, text: str) -> None:
+        print(f"[{self.key}] {text}", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        self.stream.flush()
+
+
+@dataclass(frozen=True)
+class Demand:
+    cpus: float
+    gpus: float
+
+
+def demand(spec: RunSpec, cluster: dict[str, float]) -> Demand:
+    """What a run's evaluators take from the cluster (as `evo.app.campaign_setup.evaluator_plan` places them)."""
+    e = spec.config.evaluators
+    gpus, cpus = cluster.get("GPU", 0.0), cluster.get("CPU", 1.0)
+    placement = e.placement if e.placement != "auto" else ("gpu" if gpus else "cpu")
+    if placement == "gpu":
+        n = e.count or int(gpus) or 1
+        return Demand(min(n * e.cpus_per_evaluator, cpus), min(float(n), gpus))
+    n = e.count or max(1, int(cpus // e.cpus_per_evaluator))
+    return Demand(min(n * e.cpus_per_evaluator, cpus), 0.0)
+
+
+class AblationRunner:
+    """Runs what is left of an ablation; `stop()` (from any thread) ends it after the current generations."""
+
+    def __init__(self, ablation: Ablation, directory: Path, *, hooks: CampaignHooks | None = None,
+                 stream: IO[str] | None = None) -> None:
+        self.ablation, self.directory = ablation, directory
+        self.hooks = hooks or CampaignHooks()
+        self.stream = stream or sys.stdout
+        self.state = AblationState.load(directory, ablation)
+        self.events: queue.Queue[tuple[str, str, Any]] = queue.Queue()
+        self.campaigns: dict[str, Any] = {}
+        self.lock = threading.Lock()
+        self.stopping = False
+
+    def say(self, text: str) -> None:
+        print(f"evo ablate: {text}", file=self.stream, flush=True)
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopping = True
+            for c in self.campaigns.values():
+                c.request_stop()
+
+    def todo(self) -> list[RunSpec]:
+        return [s for s in self.ablation.runs() if self.state.runs[s.key].status is not RunStatus.FINISHED]
+
+    def run(self) -> AblationState:
+        """Run every run not finished; returns the state (also in ablation.json)."""
+        import ray
+
+        from evo.app.campaign_setup import connect_ray
+
+        self.state.save()
+        todo = self.todo()
+        done = len(self.ablation.runs()) - len(todo)
+        if not todo:
+            self.say(f"all {done} runs are finished; nothing to run")
+            return self.state
+        self.say(f"{len(todo)} runs to go ({done} finished already); ablation directory {self.directory}")
+        started_ray = connect_ray(todo[0].config)
+        try:
+            self._schedule(todo, {k: float(v) for k, v in ray.cluster_resources().items()})
+        finally:
+            if started_ray:
+                ray.shutdown()
+        return self.state
+
+    def _schedule(self, todo: list[RunSpec], cluster: dict[str, float]) -> None:
+        free = {"CPU": cluster.get("CPU", 1.0), "GPU": cluster.get("GPU", 0.0)}
+        cap = self.ablation.cfg.parallel or len(todo)
+        pending, active = list(todo), dict[str, Demand]()
+        while pending or active:
+            while pending and not self.stopping and len(active) < cap:
+                spec, need = pending[0], demand(pending[0], cluster)
+                if active and (need.cpus > free["CPU"] + 1e-9 or need.gpus > free["GPU"] + 1e-9):
+                    break  # wait for resources (a run that needs the whole cluster runs alone)
+                pending.pop(0)
+                free["CPU"] -= need.cpus
+                free["GPU"] -= need.gpus
+                active[spec.key] = need
+                self._start(spec)
+            if self.stopping and pending and not active:
+                break
+            kind, key, payload = self._next_event()
+            entry = self.state.runs[key]
+            if kind == "dir":
+                entry.run_dir, entry.status, entry.started = str(payload), RunStatus.RUNNING, _now()
+            else:
+                need = active.pop(key)
+                free["CPU"] += need.cpus
+                free["GPU"] += need.gpus
+                status, error = payload
+                entry.status, entry.error, entry.ended = RunStatus(status), error, _now()  # campaign statuses
+                self.say(f"{key}: {status}" + (f" ({error})" if error else "") + f"; {self._tally()}")
+            self.state.save()
+
+    def _next_event(self) -> tuple[str, str, Any]:
+        while True:  # a timeout keeps the main thread responsive to Ctrl-C
+            try:
+                return self.events.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            except KeyboardInterrupt:
+                if self.stopping:
+                    raise  # the second Ctrl-C: quit at once (the runs resume next time)
+                self.say("stopping every run after its current generation (Ctrl-C again to quit at once); "
+                         "run the same command again to continue")
+                self.stop()
+
+    def _tally(self) -> str:
+        counts: dict[str, int] = {}
+        for e in self.state.runs.values():
+            counts[e.status.value] = counts.get(e.status.value, 0) + 1
+        return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+
+    def _start(self, spec: RunSpec) -> None:
+        entry = self.state.runs[spec.key]
+        self.say(f"{spec.key}: {'resuming ' + entry.run_dir if entry.run_dir else 'starting'}")
+        threading.Thread(target=self._execute, args=(spec, entry.run_dir), name=f"ablate-{spec.key}",
+                         daemon=True).start()
+
+    def _existing(self, spec: RunSpec, run_dir: str) -> str:
+        """The run's directory: the recorded one, else one made for it by a run killed before it was recorded."""
+        if run_dir and (Path(run_dir) / "config.yaml").is_file():
+            return run_dir
+        for p in sorted((self.directory / "runs").glob(f"{spec.key}-*")):
+            if (p / "config.yaml").is_file() and RunStore(p).config_data().get("name") == spec.key:
+                return str(p)
+        return ""
+
+    def _execute(self, spec: RunSpec, run_dir: str) -> None:
+        from evo.app.campaign import Campaign
+
+        try:
+            existing = self._existing(spec, run_dir)
+            if existing:
+                prepared = prepare(None, resume=existing, hooks=self.hooks)
+            else:
+                prepared = prepare_config(spec.config, self.ablation.base_dir, output=self.directory / "runs",
+                                          hooks=self.hooks)
+            self.events.put(("dir", spec.key, prepared.store.path))
+            campaign = Campaign(prepared, self.hooks, RunLog(spec.key, self.stream))
+            with self.lock:
+                self.campaigns[spec.key] = campaign
+                if self.stopping:
+                    campaign.request_stop()
+            summary = campaign.run()
+            status = summary.get("status", "failed")
+            error = str(summary.get("stop_reason", "")) if status == "failed" else ""
+            self.events.put(("end", spec.key, (status, error)))
+        except BaseException as e:  # a run's failure is recorded; the others go on
+            msg = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+            self.events.put(("end", spec.key, (RunStatus.FAILED.value, msg)))
+        finally:
+            with self.lock:
+                self.campaigns.pop(spec.key, None)
+
+
+def preflight(ablation: Ablation, hooks: CampaignHooks | None = None) -> None:
+    """Build every variant's task and mutators once, so a bad entry (an LLM key not set, a record
+    file missing) is an error naming the variant before any run starts."""
+    import tempfile
+
+    from evo.app.campaign_setup import check_mutators, task_and_seed
+
+    factory = (hooks or CampaignHooks()).mutator_factory
+    tasks: dict[str, str] = {}
+    for name, cfg in ablation.variants.items():
+        where = f"{ablation.source}: variants.{name}"
+        key = cfg.task.model_dump_json()
+        try:
+            if key not in tasks:
+                tasks[key] = task_and_seed(cfg, ablation.base_dir)[0].name
+            with tempfile.TemporaryDirectory(prefix="evo-ablate-") as tmp:
+                check_mutators(cfg, factory, Path(tmp))
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from None

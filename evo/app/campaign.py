@@ -1,0 +1,325 @@
+"""The campaign driver: islands on Ray, generation by generation, until a budget is reached.
+
+Each round brings every island actor to the next generation (in parallel; the islands' evaluations
+share the broker's evaluator actors). After a round: progress, migration every `interval`
+generations, a checkpoint every `checkpoint_interval`, the budget check. An island actor that dies
+is restarted from the last checkpoint and caught up (its RNG stream is restored, so it re-proposes
+what it had proposed and the broker's cache answers without evaluating again); an evaluator actor
+that dies is replaced by the broker. A killed driver resumes with `evo run --resume RUN_DIR`.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError, RayTaskError
+
+from evo.app.campaign_setup import (
+    CampaignError,
+    CampaignHooks,
+    Prepared,
+    actor_timeout_s,
+    connect_ray,
+    evaluator_plan,
+)
+from evo.app.progress import Display, IslandRow, Totals
+from evo.app.results import individual_summary, standalone_kernel
+from evo.app.settings import eval_settings
+from evo.contracts.records import Individual
+from islands.actors import IslandSpec, start_broker, start_island
+from islands.broker import BrokerSpec, BrokerStats
+from islands.evaluator_actor import EvaluatorSpec, TaskSpec
+from islands.island import IslandSettings
+from islands.migration import route, targets
+from islands.report import GenerationReport
+
+MAX_RESTORES_PER_ROUND = 3
+
+
+def _last_line(e: BaseException) -> str:
+    lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else type(e).__name__
+
+
+class Campaign:
+    """One run of islands on Ray; `run()` returns the summary it wrote."""
+
+    def __init__(self, prepared: Prepared, hooks: CampaignHooks, display: Display) -> None:
+        self.p, self.cfg, self.store = prepared, prepared.cfg, prepared.store
+        self.hooks, self.display = hooks, display
+        n = self.cfg.islands.count
+        self.generation = 0
+        self.elapsed_before = 0.0
+        self.llm_usd = 0.0
+        self.migration_rng = random.Random(f"evo-migration:{self.cfg.seed}")
+        self.rows = [IslandRow(i) for i in range(n)]
+        self.initialized = [False] * n
+        self.checkpointed = -1
+        self.seed_latency_ms: float | None = None
+        self.latency_source = ""
+        self.started_ray = False
+        self.broker: Any = None
+        self.actors: list[Any] = []
+        self.specs: list[IslandSpec] = []
+        self.stats = BrokerStats()
+        self.device = ""
+        self.status, self.reason = "running", ""
+        self.stop_requested = False
+        self.summary: dict[str, Any] = {}
+        self.t0 = time.monotonic()
+
+    # -- start ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.started_ray = connect_ray(self.cfg)
+        plan = evaluator_plan(self.cfg)
+        task_spec = TaskSpec(self.cfg.task, str(self.p.config_dir))
+        ev_spec = EvaluatorSpec(task_spec, eval_settings(self.cfg), self.cfg.evaluation.device,
+                                self.hooks.evaluator_factory)
+        self.broker = start_broker(BrokerSpec(
+            ev_spec, plan.count, plan.num_cpus, plan.num_gpus, self.p.task.key, str(self.store.history.path),
+            actor_timeout_s(self.cfg, self.p.task)))
+        try:
+            infos = ray.get(self.broker.start.remote())
+        except RayTaskError as e:
+            raise CampaignError(_last_line(e)) from None
+        self.device = infos[0].device
+        self.display.message(f"{plan.why}; evaluating on {self.device}; run directory {self.store.path}")
+        self.store.events.repair()
+        self.store.events.append({"kind": "resume" if self.p.resumed else "start", "time": time.time(),
+                                  "evaluators": [vars(i) for i in infos], "notes": self.p.notes})
+        isl = self.cfg.islands
+        self.specs = [IslandSpec(
+            IslandSettings(i, isl.population, isl.offspring, isl.tournament_size, isl.hall_of_fame),
+            task_spec, tuple(self.cfg.mutators), self.cfg.selection, self.cfg.seed,
+            str(self.store.path), self.hooks.mutator_factory) for i in range(isl.count)]
+        cp = self.store.latest_checkpoint() if self.p.resumed else None
+        if cp is not None:
+            d = cp.driver
+            self.generation, self.elapsed_before, self.llm_usd = d["generation"], d["elapsed_s"], d["llm_usd"]
+            version, internal, gauss = d["migration_rng"]
+            self.migration_rng.setstate((version, tuple(internal), gauss))
+            self.rows = [IslandRow(**r) for r in d["rows"]]
+            self.seed_latency_ms, self.latency_source = d["seed_latency_ms"], d["latency_source"]
+            self.checkpointed = cp.generation
+            self.display.message(f"resuming from the checkpoint of generation {cp.generation}")
+        self.actors = [start_island(spec, self.broker, cp.islands.get(i) if cp else None)
+                       for i, spec in enumerate(self.specs)]
+        self.initialized = [cp is not None and i in cp.islands for i in range(isl.count)]
+
+    # -- rounds --------------------------------------------------------------------------------
+
+    def _advance(self, i: int) -> Any:
+        actor = self.actors[i]
+        return actor.step.remote() if self.initialized[i] else actor.initialize.remote(self.p.seed)
+
+    def _restore(self, i: int, error: BaseException) -> None:
+        cp = self.store.latest_checkpoint()
+        state = cp.islands.get(i) if cp else None
+        self.actors[i] = start_island(self.specs[i], self.broker, state)
+        self.initialized[i] = state is not None
+        self.rows[i].restored += 1
+        origin = f"the checkpoint of generation {cp.generation}" if state is not None and cp else "scratch"
+        self.display.message(f"island {i} died ({_last_line(error)}); restored from {origin}")
+        self.store.events.append({"kind": "island_restored", "island": i, "time": time.time(),
+                                  "from_generation": cp.generation if state is not None and cp else None,
+                                  "error": _last_line(error)})
+
+    def _round(self, target: int) -> list[GenerationReport]:
+        """Bring every island to generation `target` (0: initialize)."""
+        pending = {self._advance(i): i for i in range(len(self.actors))}
+        reports: dict[int, GenerationReport] = {}
+        restores = [0] * len(self.actors)
+        while pending:
+            [ref], _ = ray.wait(list(pending), num_returns=1)
+            i = pending.pop(ref)
+            try:
+                report: GenerationReport = ray.get(ref)
+            except RayActorError as e:
+                restores[i] += 1
+                if restores[i] > MAX_RESTORES_PER_ROUND:
+                    why = f"island {i} died {restores[i]} times in one generation: {_last_line(e)}"
+                    raise CampaignError(why) from None
+                self._restore(i, e)
+                pending[self._advance(i)] = i
+                continue
+            except RayTaskError as e:
+                raise CampaignError(f"island {i}: {_last_line(e)}") from None
+            self.initialized[i] = True
+            self._on_report(report)
+            if report.generation < target:  # catching up after a restore
+                pending[self._advance(i)] = i
+            else:
+                reports[i] = report
+        return [reports[i] for i in range(len(self.actors))]
+
+    def _on_report(self, r: GenerationReport) -> None:
+        row = self.rows[r.island]
+        row.generation, row.population = r.generation, r.population
+        row.best_latency_ms, row.best_speedup = r.best_latency_ms, r.best_speedup
+        row.evaluations += r.evaluations + r.inner_evaluations
+        for k, v in r.failures.items():
+            row.failures[k] = row.failures.get(k, 0) + v
+        self.llm_usd += r.llm_usd
+        self.seed_latency_ms = r.seed_latency_ms
+        self.latency_source = r.best_latency_source or self.latency_source
+        self.stats = ray.get(self.broker.get_stats.remote())
+        for f in r.failed_proposals:
+            self.store.events.append({"kind": "proposal_failed", "island": r.island, "generation": r.generation,
+                                      "mutator": f.mutator, "parents": list(f.parents), "error": f.error})
+        self.display.update(row, self.rows, self._totals())
+
+    def _totals(self) -> Totals:
+        speedups = [r.best_speedup for r in self.rows if r.best_speedup is not None]
+        latencies = [r.best_latency_ms for r in self.rows if r.best_latency_ms is not None]
+        return Totals(self.stats.evaluations, dict(self.stats.failures), self.stats.cache_hits, self.llm_usd,
+                      self.elapsed(), min(latencies, default=None), max(speedups, default=None),
+                      self.latency_source, len(self.stats.evaluators), self.stats.replaced)
+
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.monotonic() - self.t0
+
+    # -- between generations -------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        m = self.cfg.islands.migration
+        if len(self.actors) < 2 or m.top_k == 0 or self.generation == 0 or self.generation % m.interval:
+            return
+        emigrants: list[list[Individual]] = ray.get([a.emigrants.remote(m.top_k) for a in self.actors])
+        to = targets(m.topology, len(self.actors), self.migration_rng)
+        inbound = route(emigrants, to, key=lambda ind: ind.id)
+        stayed = ray.get([a.immigrate.remote(arrivals) for a, arrivals in zip(self.actors, inbound)])
+        self.store.events.append({"kind": "migration", "generation": self.generation, "time": time.time(),
+                                  "topology": m.topology, "targets": to,
+                                  "arrivals": [[ind.id for ind in a] for a in inbound], "stayed": stayed})
+
+    def _best(self) -> Individual | None:
+        found = [b for b in ray.get([a.best.remote() for a in self.actors]) if b is not None]
+        return max(found, key=lambda ind: ind.fitness) if found else None
+
+    def _checkpoint(self) -> None:
+        states = ray.get([a.checkpoint.remote() for a in self.actors])
+        self.store.write_checkpoint(self.generation, {
+            "generation": self.generation, "elapsed_s": self.elapsed(), "llm_usd": self.llm_usd,
+            "migration_rng": [self.migration_rng.getstate()[0], list(self.migration_rng.getstate()[1]), None],
+            "rows": [vars(r).copy() for r in self.rows], "seed_latency_ms": self.seed_latency_ms,
+            "latency_source": self.latency_source,
+        }, dict(enumerate(states)))
+        self.checkpointed = self.generation
+        self._write_results()
+
+    def stop_reason(self) -> str | None:
+        b, t = self.cfg.budget, self._totals()
+        if b.generations is not None and self.generation >= b.generations:
+            return f"generation budget reached ({b.generations})"
+        if b.evaluations is not None and t.evaluations >= b.evaluations:
+            return f"evaluation budget reached ({t.evaluations} >= {b.evaluations})"
+        if b.wall_time_s is not None and t.elapsed_s >= b.wall_time_s:
+            return f"wall-time budget reached ({t.elapsed_s:.0f} s >= {b.wall_time_s:.0f} s)"
+        if b.llm_usd is not None and self.llm_usd >= b.llm_usd:
+            return f"LLM budget reached (${self.llm_usd:.2f} >= ${b.llm_usd:.2f})"
+        if b.target_speedup is not None and t.best_speedup is not None and t.best_speedup >= b.target_speedup:
+            return f"target speedup reached ({t.best_speedup:.2f}x >= {b.target_speedup}x)"
+        return None
+
+    def _after_generation(self) -> None:
+        for event in ray.get(self.broker.drain_events.remote()):
+            self.store.events.append(event)
+            self.display.message(f"{event['dead']} replaced by {event['replacement']}: {event['why']}")
+        self._migrate()
+        self.store.events.append({"kind": "generation", "generation": self.generation, "time": time.time(),
+                                  "evaluations": self.stats.evaluations, "best_speedup": self._totals().best_speedup,
+                                  "llm_usd": self.llm_usd, "elapsed_s": self.elapsed()})
+        if self.generation % self.cfg.checkpoint_interval == 0:
+            self._checkpoint()
+
+    # -- the run -------------------------------------------------------------------------------
+
+    def advance(self) -> None:
+        """One generation on every island (the first: the seed and draws from its SPACE)."""
+        if all(self.initialized):
+            self.generation += 1
+        reports = self._round(self.generation)
+        bad = next((r for r in reports if not r.seed_ok), None)
+        if bad is not None:
+            raise CampaignError(f"the task's seed kernel is rejected on {self.device}: {bad.seed_reason}")
+        self._after_generation()
+
+    def run(self) -> dict[str, Any]:
+        """Start, advance until a budget is reached, finish; returns the summary."""
+        try:
+            self.start()
+            if not all(self.initialized):
+                self.advance()
+            while (reason := self.stop_reason()) is None:
+                if self.stop_requested:
+                    raise KeyboardInterrupt
+                self.advance()
+            self.finish("finished", reason)
+        except KeyboardInterrupt:
+            self.finish("interrupted", "interrupted; continue with --resume")
+        except BaseException as e:
+            self.finish("failed", _last_line(e))
+            raise
+        return self.summary
+
+    def request_stop(self) -> None:
+        """Stop after the generation in progress, as an interrupt does (from another thread; the run
+        continues with --resume)."""
+        self.stop_requested = True
+
+    def finish(self, status: str, reason: str) -> None:
+        """Write the final checkpoint (when finished), summary and stop event; end the actors."""
+        if self.status != "running":
+            return  # finished already (an error while finishing lands here a second time)
+        self.status, self.reason = status, reason
+        try:
+            if status == "finished" and self.checkpointed != self.generation:
+                self._checkpoint()  # also writes the best kernel
+            # when interrupted, islands may be mid-generation: the last checkpoint stands
+            self.summary = self._summary(None)
+            self.store.write_summary(self.summary)
+            self.store.events.append({"kind": "stop", "status": status, "reason": reason,
+                                      "generation": self.generation, "time": time.time()})
+            self.display.message(f"{status}: {reason}; results in {self.store.path}")
+        finally:
+            self.display.close()
+            self._shutdown()
+
+    def _write_results(self) -> None:
+        best = self._best()
+        if best is not None:
+            self.store.write_best(standalone_kernel(best, campaign=self.cfg.name, task=self.p.task.name,
+                                                    seed_latency_ms=self.seed_latency_ms))
+        self.store.write_summary(self._summary(best))
+
+    def _summary(self, best: Individual | None) -> dict[str, Any]:
+        previous = self.store.summary() or {}
+        best_d = individual_summary(best, self.seed_latency_ms) if best else previous.get("best")
+        return {
+            "name": self.cfg.name, "status": self.status, "stop_reason": self.reason,
+            "task": self.p.task.name, "task_key": self.p.task.key, "device": self.device,
+            "latency_source": self.latency_source or None, "generation": self.generation,
+            "islands": len(self.rows), "evaluations": self.stats.evaluations,
+            "evaluations_by_level": dict(self.stats.fresh), "failures": dict(self.stats.failures),
+            "cache_hits": self.stats.cache_hits, "llm_usd": self.llm_usd, "wall_time_s": round(self.elapsed(), 3),
+            "seed": {"id": self.p.seed.id, "latency_ms": self.seed_latency_ms}, "best": best_d,
+            "evaluators": [vars(e) for e in self.stats.evaluators], "evaluators_replaced": self.stats.replaced,
+            "islands_restored": sum(r.restored for r in self.rows),
+            "per_island": [vars(r).copy() for r in self.rows], "run_dir": str(self.store.path),
+        }
+
+    def _shutdown(self) -> None:
+        if self.broker is not None:
+            try:
+                ray.get(self.broker.shutdown.remote(), timeout=60)
+            except Exception:
+                pass  # killed below either way
+            ray.kill(self.broker)
+        for a in self.actors:
+            ray.kill(a)
+        if self.started_ray:
+            ray.shutdown()

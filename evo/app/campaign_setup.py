@@ -1,0 +1,196 @@
+"""Everything a campaign needs before its first generation: the config (new or resumed), the run
+directory, the task and its seed, a Ray connection, and how many evaluators of which kind."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evo.app.run_store import RunStore
+from evo.contracts.candidate import Candidate
+from evo.contracts.config import Config, ConfigError, load_config, parse_config
+from evo.contracts.mutator_config import MUTATOR_KINDS, LLMConfig, build_mutator
+from evo.contracts.task import Task
+from islands.actors import MutatorFactory
+from islands.evaluator_actor import EvaluatorFactory, default_evaluator_factory
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# keys that may change when a run is resumed: the budget (to extend a finished run)
+RESUMABLE_CHANGES = ("budget",)
+
+
+class CampaignError(RuntimeError):
+    """The campaign cannot start or go on; the message says why."""
+
+
+@dataclass(frozen=True)
+class CampaignHooks:
+    """The parts a campaign builds its mutators and evaluators with (tests inject fakes)."""
+
+    mutator_factory: MutatorFactory = build_mutator
+    evaluator_factory: EvaluatorFactory = default_evaluator_factory
+
+
+@dataclass(frozen=True)
+class Prepared:
+    cfg: Config
+    store: RunStore
+    task: Task
+    seed: Candidate
+    config_dir: Path
+    resumed: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def _dump(cfg: Config) -> dict[str, Any]:
+    return cfg.model_dump(mode="json")
+
+
+def prepare(config_path: str | None, *, resume: str | None = None, output: str | None = None,
+            hooks: CampaignHooks | None = None) -> Prepared:
+    """Load the config and task, check the mutators build, and create (or reopen, for `resume`) the
+    run directory."""
+    if resume:
+        return _reopen(config_path, resume, hooks)
+    if not config_path:
+        raise ConfigError("give a config file (or --resume RUN_DIR)")
+    return prepare_config(load_config(config_path), Path(config_path).resolve().parent, output=output, hooks=hooks)
+
+
+def prepare_config(cfg: Config, config_dir: Path, *, output: str | Path | None = None,
+                   hooks: CampaignHooks | None = None) -> Prepared:
+    """A new run of an already parsed config whose relative paths are relative to `config_dir`
+    (`evo ablate` builds its runs' configs this way)."""
+    cfg = with_resolved_paths(cfg, config_dir)
+    task, seed = task_and_seed(cfg, config_dir)
+    out = Path(output or cfg.output_dir).expanduser()
+    store = RunStore.create(out.resolve(), cfg.name, _dump(cfg), config_dir=config_dir)
+    try:
+        check_mutators(cfg, (hooks or CampaignHooks()).mutator_factory, store.path)
+    except ConfigError:
+        shutil.rmtree(store.path, ignore_errors=True)  # nothing ran: leave no empty run behind
+        raise
+    return Prepared(cfg, store, task, seed, config_dir, False, [])
+
+
+def _reopen(config_path: str | None, resume: str, hooks: CampaignHooks | None) -> Prepared:
+    notes: list[str] = []
+    store = RunStore.open(Path(resume))
+    cfg = parse_config(store.config_data(), source=str(store.path / "config.yaml"))
+    config_dir = store.config_dir()
+    if config_path:
+        given = with_resolved_paths(load_config(config_path), Path(config_path).resolve().parent)
+        old, new = _dump(cfg), _dump(given)
+        differ = sorted(k for k in old if old[k] != new[k] and k not in RESUMABLE_CHANGES)
+        if differ:
+            raise ConfigError(f"{config_path} differs from the run's config in {', '.join(differ)}; "
+                              f"only {', '.join(RESUMABLE_CHANGES)} may change on --resume")
+        if old["budget"] != new["budget"]:
+            cfg = cfg.model_copy(update={"budget": given.budget})
+            (store.path / "config.yaml").write_text(yaml.safe_dump(_dump(cfg), sort_keys=False))
+            notes.append(f"budget changed to {new['budget']}")
+    task, seed = task_and_seed(cfg, config_dir)
+    check_mutators(cfg, (hooks or CampaignHooks()).mutator_factory, store.path)
+    return Prepared(cfg, store, task, seed, config_dir, True, notes)
+
+
+def task_and_seed(cfg: Config, config_dir: Path) -> tuple[Task, Candidate]:
+    from evo.contracts.task_loader import build_task
+
+    if not cfg.mutators:
+        raise ConfigError(f"the config has no mutators: add a `mutators:` list (kinds: {', '.join(MUTATOR_KINDS)})")
+    task = build_task(cfg.task, config_dir)
+    if not task.seed_source:
+        raise ConfigError(f"task {task.name} has no seed candidate to start from (task.seed)")
+    return task, Candidate.from_source(task.seed_source)
+
+
+def with_resolved_paths(cfg: Config, config_dir: Path) -> Config:
+    """`cfg` with the LLM record paths made absolute (relative ones are relative to the config's
+    folder), so the island actors, whatever their working directory, find the same file."""
+    entries = []
+    for m in cfg.mutators:
+        if isinstance(m, LLMConfig) and m.record_path and not Path(m.record_path).expanduser().is_absolute():
+            m = m.model_copy(update={"record_path": str((config_dir / m.record_path).resolve())})
+        entries.append(m)
+    return cfg.model_copy(update={"mutators": entries})
+
+
+def check_mutators(cfg: Config, factory: MutatorFactory, run_dir: Path) -> None:
+    """Build every mutator once here, so a bad entry is a clear error before any actor starts."""
+    for i, entry in enumerate(cfg.mutators):
+        try:
+            factory(entry, run_dir=run_dir, seed=cfg.seed)
+        except Exception as e:
+            raise ConfigError(f"mutators.{i} (kind {entry.kind}): {type(e).__name__}: {e}") from None
+
+
+def actor_timeout_s(cfg: Config, task: Task) -> float:
+    """Longest an evaluator may take before it counts as hung: every case at its timeout, plus the
+    worker's start-up, twice over (an evaluation that hangs inside a case already times out there)."""
+    if cfg.evaluators.actor_timeout_s is not None:
+        return cfg.evaluators.actor_timeout_s
+    cases = len(task.cases(draws=cfg.evaluation.draws))
+    return 2.0 * (cfg.evaluation.timeout_s * (cases + 1) + 180.0)
+
+
+def connect_ray(cfg: Config) -> bool:
+    """Join the cluster at RAY_ADDRESS (as under `ray job submit`), else start a local Ray here.
+    Returns True when this process started Ray (and so must shut it down)."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    quiet: dict[str, Any] = {"logging_level": logging.WARNING, "configure_logging": True}
+    address = os.environ.get("RAY_ADDRESS")
+    if address:
+        # under `ray job submit` the job's runtime_env already ships the code; a driver that joins a
+        # cluster by itself ships this project the same way, so actors on every node import it
+        in_job = "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ
+        runtime_env = None if in_job else {"working_dir": str(PROJECT_ROOT)}
+        try:
+            ray.init(address=address, runtime_env=runtime_env, **quiet)
+        except Exception as e:
+            raise CampaignError(f"cannot join the Ray cluster at RAY_ADDRESS={address}: {e}") from None
+        return False
+    wanted = (cfg.evaluators.count or 1) * cfg.evaluators.cpus_per_evaluator
+    ray.init(
+        address="local", num_cpus=max(os.cpu_count() or 1, math.ceil(wanted)), include_dashboard=False,
+        # the actors import this project from the same tree as the driver
+        runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}}, **quiet,
+    )
+    return True
+
+
+@dataclass(frozen=True)
+class EvaluatorPlan:
+    count: int
+    num_cpus: float
+    num_gpus: float
+    why: str
+
+
+def evaluator_plan(cfg: Config) -> EvaluatorPlan:
+    """How many evaluator actors, with which resources, given what the cluster has."""
+    import ray
+
+    res = ray.cluster_resources()
+    gpus, cpus = int(res.get("GPU", 0)), int(res.get("CPU", 0))
+    e = cfg.evaluators
+    placement = e.placement if e.placement != "auto" else ("gpu" if gpus else "cpu")
+    if placement == "gpu":
+        if not gpus:
+            raise CampaignError("evaluators.placement is gpu but the Ray cluster has no GPU")
+        count = e.count or gpus
+        return EvaluatorPlan(count, e.cpus_per_evaluator, 1.0, f"{count} GPU evaluator(s), one GPU each "
+                                                               f"(cluster: {gpus} GPU, {cpus} CPU)")
+    count = e.count or max(1, int(cpus // e.cpus_per_evaluator))
+    return EvaluatorPlan(count, e.cpus_per_evaluator, 0.0, f"{count} CPU evaluator(s) (cluster: {cpus} CPU, no GPU "
+                                                           "used)")

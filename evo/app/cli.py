@@ -1,0 +1,212 @@
+"""Command line: ``python -m evo {run,eval,check,ablate,report} ...``.
+
+Exit codes: 0 success, 1 the candidate or task was rejected, 2 a usage or config error (a message
+naming the problem, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evo.contracts.candidate import Candidate, CandidateError
+from evo.contracts.config import Config, ConfigError, load_config
+from evo.contracts.task import Task, TaskError
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported in one line, exit status 2."""
+
+
+def say(msg: str) -> None:
+    print(f"evo: {msg}", file=sys.stderr, flush=True)
+
+
+def _load(config_path: str) -> tuple[Config, Task]:
+    from evo.contracts.task_loader import build_task
+
+    cfg = load_config(config_path)
+    return cfg, build_task(cfg.task, Path(config_path).resolve().parent)
+
+
+def _device(cfg: Config, override: str | None) -> str:
+    from fitness.evaluate import detect_device
+
+    wanted = override or cfg.evaluation.device
+    return detect_device() if wanted == "auto" else wanted
+
+
+def _read_candidate(path: str, params_json: str | None) -> Candidate:
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"candidate file not found: {path}")
+    params = None
+    if params_json:
+        try:
+            params = json.loads(params_json)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"--params is not valid JSON: {e}") from None
+        if not isinstance(params, dict):
+            raise UsageError("--params must be a JSON object, e.g. '{\"BLOCK\": 256}'")
+    return Candidate.from_source(p.read_text(), params)
+
+
+def verdict(evaluation: Any, task: Task) -> dict[str, Any]:
+    d = evaluation.to_dict()
+    d["task"] = task.name
+    d.pop("task_key", None)
+    return d
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from evo.app.settings import eval_settings
+    from fitness.evaluate import Evaluator
+
+    cfg, task = _load(args.config)
+    candidate = _read_candidate(args.candidate, args.params)
+    device = _device(cfg, args.device)
+    level = "quick" if args.quick else "full"
+    with Evaluator(task, eval_settings(cfg), device=device) as ev:
+        say(f"checking candidate {candidate.id} on {task.name} ({device}, {len(ev.cases(level))} cases)")
+        start = time.monotonic()
+        result = ev.evaluate(candidate, level=level)
+    say(f"{result.status.value}: {result.reason} ({time.monotonic() - start:.2f} s)")
+    if result.latency_ms is not None:
+        ups = ", ".join(f"{v:.2f}x vs {k}" for k, v in result.speedups.items())
+        say(f"latency {result.latency_ms * 1e3:.1f} us ({result.latency_source.value if result.latency_source else '?'}"
+            f", {result.latency_gpu}){': ' + ups if ups else ''}")
+    print(json.dumps(verdict(result, task)))
+    return 0 if result.ok else 1
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from evo.app.check import Finding, reference_findings, seed_candidate
+    from evo.app.settings import eval_settings
+    from fitness.evaluate import Evaluator
+
+    cfg, task = _load(args.config)
+    say(f"checking task {task.name} ({task.dtype}, {len(task.check_sizes)} check sizes)")
+    findings = reference_findings(task)
+    seed = seed_candidate(task)
+    if seed is None:
+        findings.append(Finding("seed candidate passes", False, "the task has no seed candidate"))
+    else:
+        with Evaluator(task, eval_settings(cfg), device=_device(cfg, args.device)) as ev:
+            r = ev.evaluate(seed)
+        findings.append(Finding("seed candidate passes", r.ok, f"{r.status.value}: {r.reason}"))
+    for f in findings:
+        print(f"  [{'ok' if f.ok else 'FAIL'}] {f.name}: {f.detail}")
+    ok = all(f.ok for f in findings)
+    print(json.dumps({"task": task.name, "ok": ok, "findings": [f.__dict__ for f in findings]}))
+    return 0 if ok else 1
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from evo.app.campaign import Campaign
+    from evo.app.campaign_setup import CampaignHooks, prepare
+    from evo.app.progress import make_display
+
+    if not args.config and not args.resume:
+        raise UsageError("give a config file, or --resume RUN_DIR")
+    hooks = getattr(args, "hooks", None) or CampaignHooks()
+    prepared = prepare(args.config, resume=args.resume, output=args.output, hooks=hooks)
+    summary = Campaign(prepared, hooks, make_display()).run()
+    best = summary.get("best") or {}
+    fast = best.get("speedup_over_seed")
+    gain = f"{fast:.2f}x the seed ({best.get('latency_source')})" if fast else "speedup unknown (no latency measured)"
+    say(f"best kernel {best.get('id')}: {gain}; {summary['evaluations']} evaluations in {summary['wall_time_s']:.0f} s")
+    print(json.dumps({k: summary[k] for k in ("status", "stop_reason", "run_dir", "evaluations")} |
+                     {"best_speedup": best.get("speedup_over_seed"), "best_id": best.get("id")}))
+    return 0 if summary["status"] == "finished" else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from evo.app.report import write_run_report
+
+    html, md = write_run_report(args.run_dir)
+    say(f"report written: {html} (self-contained) and {md}")
+    print(json.dumps({"html": str(html), "markdown": str(md)}))
+    return 0
+
+
+def cmd_ablate(args: argparse.Namespace) -> int:
+    from evo.app.ablation import AblationRunner, AblationState, RunStatus, preflight
+    from evo.app.ablation_config import load_ablation
+    from evo.app.ablation_report import write_ablation_report
+    from evo.app.campaign_setup import CampaignHooks
+
+    hooks = getattr(args, "hooks", None) or CampaignHooks()
+    ablation = load_ablation(args.ablation)
+    directory = ablation.directory(args.output)
+    interrupted = False
+    if args.report_only:
+        state = AblationState.load(directory, ablation)
+    else:
+        preflight(ablation, hooks)
+        runner = AblationRunner(ablation, directory, hooks=hooks)
+        state = runner.run()  # a second Ctrl-C raises KeyboardInterrupt: exit status 130
+        interrupted = runner.stopping
+    written = write_ablation_report(ablation, directory, state)
+    print(written.tables_markdown)
+    say(f"results: {written.markdown}, {written.csv}, {written.html}")
+    say("figures: " + ", ".join(str(f) for f in written.figures))
+    statuses = {e.status for e in state.runs.values()}
+    if interrupted:
+        return 130
+    return 0 if statuses <= {RunStatus.FINISHED} else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="evo", description="Evolutionary search for fast, equivalent Triton kernels")
+    sub = ap.add_subparsers(dest="command", required=True)
+    e = sub.add_parser("eval", help="evaluate one candidate against the config's task")
+    e.add_argument("config")
+    e.add_argument("--candidate", required=True, help="candidate module (.py)")
+    e.add_argument("--params", help="JSON object overriding the candidate's PARAMS")
+    e.add_argument("--device", choices=["cpu", "cuda"], help="override the config's evaluation.device")
+    e.add_argument("--quick", action="store_true", help="check the first sizes only, one draw")
+    e.set_defaults(func=cmd_eval)
+    c = sub.add_parser("check", help="validate a task: the seed passes, the reference is not degenerate")
+    c.add_argument("config")
+    c.add_argument("--device", choices=["cpu", "cuda"])
+    c.set_defaults(func=cmd_check)
+    r = sub.add_parser("run", help="run a campaign: islands on Ray (RAY_ADDRESS, else a local Ray)")
+    r.add_argument("config", nargs="?", help="campaign config (optional with --resume)")
+    r.add_argument("--resume", metavar="RUN_DIR", help="continue a stopped or killed campaign")
+    r.add_argument("--output", metavar="DIR", help="where run directories go (overrides output_dir)")
+    r.set_defaults(func=cmd_run)
+    a = sub.add_parser("ablate", help="run every variant x seed of an ablation file, then tables and figures")
+    a.add_argument("ablation", help="ablation file (see configs/ablation_mutators.yaml)")
+    a.add_argument("--output", metavar="DIR", help="where the ablation directory goes (overrides output_dir)")
+    a.add_argument("--report-only", action="store_true", help="write the results of the runs finished so far; "
+                   "run nothing")
+    a.set_defaults(func=cmd_ablate)
+    rep = sub.add_parser("report", help="write a run directory's report (report.html, self-contained; report.md)")
+    rep.add_argument("run_dir")
+    rep.set_defaults(func=cmd_report)
+    return ap
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def main(argv: list[str] | None = None, *, hooks: Any = None) -> int:
+    """The command line; `hooks` (a `CampaignHooks`) swaps what `run` builds mutators and evaluators with."""
+    from evo.app.campaign_setup import CampaignError
+    from evo.app.run_store import RunStoreError
+
+    args = build_parser().parse_args(argv)
+    args.hooks = hooks
+    try:
+        return int(args.func(args))
+    except (ConfigError, TaskError, CandidateError, UsageError, CampaignError, RunStoreError) as e:
+        print(f"evo {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"evo {args.command}: interrupted", file=sys.stderr)
+        return 130

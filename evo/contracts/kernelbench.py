@@ -1,0 +1,268 @@
+"""KernelBench problem files, accepted as they are.
+
+A problem file defines ``class Model(nn.Module)``, module-level size constants
+(``batch_size = 16``), ``get_inputs()`` and ``get_init_inputs()``. A size dict from the config
+overrides the constants it names *where they are assigned*, so constants derived from them later in
+the file (``input_shape = (num_classes,)``) follow.
+
+The reference is ``Model`` run in float64 on the CPU. The candidate receives the forward inputs
+(float ones rounded to the task dtype), then ``Model.state_dict()`` tensors in order, then the
+outputs. For checking, float parameters and buffers are redrawn at random: the contract must hold
+for any weights, not only the default init of ones and zeros.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evo.contracts.task import BenchCase, Size, Task, TaskError, Tensor, bench_case_from, size_key
+
+DISTS = ("as_given", "wide")
+_WIDE = 4.0
+
+
+def _literal(value: Any) -> ast.expr:
+    if isinstance(value, list):
+        value = tuple(value)
+    return ast.parse(repr(value), mode="eval").body
+
+
+def _assigned_constants(tree: ast.Module) -> list[str]:
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.append(node.target.id)
+    return names
+
+
+def _override(tree: ast.Module, size: Size, path: Path) -> ast.Module:
+    known = _assigned_constants(tree)
+    unknown = [k for k in size if k not in known]
+    if unknown:
+        raise TaskError(
+            f"size names {unknown} are not module-level constants of {path.name}; "
+            f"its constants: {', '.join(known) or 'none'}"
+        )
+    body: list[ast.stmt] = []
+    for node in tree.body:
+        target: ast.expr | None = None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        elif isinstance(node, ast.AnnAssign):
+            target = node.target
+        if isinstance(target, ast.Name) and target.id in size:
+            stmt = ast.Assign(targets=[ast.Name(target.id, ast.Store())], value=_literal(size[target.id]))
+            for n in ast.walk(stmt):  # the literal takes the replaced statement's position
+                ast.copy_location(n, node)
+            node = stmt
+        body.append(node)
+    return ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))
+
+
+def torch_dtype(name: str) -> Any:
+    """The torch dtype of a dtype name of `evo.contracts.dtypes`."""
+    import torch
+
+    return {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
+            "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32, "int16": torch.int16,
+            "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool}[name]
+
+
+def _to_host(t: Any, float_dtype: str) -> Tensor:
+    """A torch CPU tensor as the candidate will see it (floats rounded to the task dtype)."""
+    import torch
+
+    t = t.detach().cpu().contiguous()
+    if t.is_floating_point():
+        r = t.to(torch_dtype(float_dtype))
+        if float_dtype == "bfloat16":
+            return Tensor(r.view(torch.int16).numpy().view(np.uint16).copy(), "bfloat16")
+        return Tensor(r.numpy().copy(), float_dtype)
+    name = str(t.dtype).replace("torch.", "")
+    return Tensor(t.numpy().copy(), name)
+
+
+def _as_float64(t: Tensor) -> Any:
+    import torch
+
+    from evo.contracts import dtypes
+
+    if dtypes.is_float(t.dtype):
+        return torch.from_numpy(dtypes.to_float64(t.data, t.dtype))
+    return torch.from_numpy(t.data.copy())
+
+
+def _redraw(t: Any, gen: Any) -> Any:
+    """Random values of the same sign pattern class as the default init."""
+    import torch
+
+    orig = t.detach().double()
+    if orig.numel() == 0:
+        return orig
+    if bool((orig == 0).all()):
+        return torch.randn(orig.shape, generator=gen, dtype=torch.float64) * 0.5
+    if bool((orig > 0).all()):
+        scale = float(orig.mean())
+        return scale * (0.5 + torch.rand(orig.shape, generator=gen, dtype=torch.float64))
+    std = float(orig.std()) if orig.numel() > 1 else abs(float(orig.flatten()[0]))
+    std = std if std > 0 else 0.5
+    return torch.randn(orig.shape, generator=gen, dtype=torch.float64) * std + float(orig.mean())
+
+
+class KernelBenchTask(Task):
+    """A KernelBench problem file with check and bench sizes from the config."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        check_sizes: list[Size],
+        bench_sizes: list[Size],
+        dtype: str = "float32",
+        seed_source: str | None = None,
+        redraw_params: bool = True,
+    ) -> None:
+        super().__init__()
+        self.path = Path(path).resolve()
+        if not self.path.is_file():
+            raise TaskError(f"KernelBench file not found: {path}")
+        self.source = self.path.read_text()
+        try:
+            self.tree = ast.parse(self.source, filename=str(self.path))
+        except SyntaxError as e:
+            raise TaskError(f"{self.path.name} line {e.lineno}: {e.msg}") from None
+        defined = {n.name for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in defined]
+        if missing:
+            raise TaskError(f"{self.path.name} is not a KernelBench problem: it lacks {', '.join(missing)}")
+        if dtype not in ("float32", "float16", "bfloat16", "float64"):
+            raise TaskError(f"KernelBench dtype must be a float type, got {dtype!r}")
+        self.name = self.path.stem
+        self.dtype = dtype
+        self.check_sizes = check_sizes
+        self.bench_sizes = bench_sizes
+        for s in [*check_sizes, *bench_sizes]:
+            _override(self.tree, s, self.path)  # fail early on unknown names
+        self.dists = DISTS
+        self.tolerances = {}
+        self.seed_source = seed_source
+        self.redraw_params = redraw_params
+        self._namespaces: dict[str, dict[str, Any]] = {}
+
+    def definition_text(self) -> str:
+        return self.source
+
+    def namespace(self, size: Size) -> dict[str, Any]:
+        """The problem module executed with `size` overriding its constants."""
+        key = size_key(size)
+        if key not in self._namespaces:
+            code = compile(_override(self.tree, size, self.path), str(self.path), "exec")
+            ns: dict[str, Any] = {"__name__": f"kernelbench_{self.name}"}
+            try:
+                exec(code, ns)
+            except Exception as e:
+                raise TaskError(f"{self.path.name} failed to run: {type(e).__name__}: {e}") from e
+            self._namespaces[key] = ns
+        return self._namespaces[key]
+
+    def model_and_inputs(
+        self, size: Size, seed: int, dist: str, *, param_seed: int | None = None
+    ) -> tuple[Any, list[Tensor]]:
+        """The float64 model (with the rounded parameters) and the candidate's inputs."""
+        import torch
+
+        ns = self.namespace(size)
+        torch.manual_seed(seed)
+        gen = torch.Generator().manual_seed((seed if param_seed is None else param_seed) ^ 0x5EED)
+        try:
+            model = ns["Model"](*ns["get_init_inputs"]())
+            forward = list(ns["get_inputs"]())
+        except Exception as e:
+            raise TaskError(f"{self.path.name}: building Model or inputs failed: {type(e).__name__}: {e}") from e
+        for i, x in enumerate(forward):
+            if not isinstance(x, torch.Tensor):
+                raise TaskError(f"{self.path.name}: get_inputs() item {i} is {type(x).__name__}, not a tensor")
+        if dist == "wide":
+            forward = [x * _WIDE if x.is_floating_point() else x for x in forward]
+        state = model.state_dict()
+        do_redraw = self.redraw_params or param_seed is not None
+        params: list[Tensor] = []
+        for name, t in state.items():
+            if t.is_floating_point() and do_redraw:
+                t = _redraw(t, gen)
+            host = _to_host(t, self.dtype)
+            params.append(host)
+            state[name] = _as_float64(host).reshape(t.shape) if t.is_floating_point() else t
+        model = model.double()
+        model.load_state_dict(state)
+        model.eval()
+        return model, [_to_host(x, self.dtype) for x in forward] + params
+
+    def _draw(self, size: Size, seed: int, dist: str) -> tuple[list[Tensor], list[np.ndarray]]:
+        import torch
+
+        model, inputs = self.model_and_inputs(size, seed, dist)
+        n_forward = len(inputs) - len(model.state_dict())
+        args = [_as_float64(t) for t in inputs[:n_forward]]
+        with torch.no_grad():
+            out = model(*args)
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        return inputs, [o.detach().numpy().copy() for o in outs]
+
+    def bench_case(self, size: Size, *, data: bool = True) -> BenchCase:
+        """Inputs as for checking; output shapes from a forward pass on the meta device."""
+        import torch
+
+        model, inputs = self.model_and_inputs(size, self._bench_seed(size), self.dists[0])
+        n_forward = len(inputs) - len(model.state_dict())
+        try:
+            with torch.device("meta"):
+                meta_model = self.namespace(size)["Model"](*self.namespace(size)["get_init_inputs"]()).double()
+                args = [torch.empty(t.shape, dtype=torch.float64 if t.dtype in ("float32", "float16", "bfloat16",
+                                                                                 "float64") else torch_dtype(t.dtype))
+                        for t in inputs[:n_forward]]
+                out = meta_model(*args)
+        except Exception as e:
+            raise TaskError(f"{self.path.name}: forward on the meta device failed: {type(e).__name__}: {e}") from e
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        return bench_case_from(
+            size, inputs, [self.dtype if o.is_floating_point() else str(o.dtype).replace("torch.", "") for o in outs],
+            [tuple(o.shape) for o in outs], data,
+        )
+
+    def forward_count(self, size: Size) -> int:
+        """How many of the candidate's inputs are forward inputs (the rest are Model parameters)."""
+        return len(list(self.namespace(size)["get_inputs"]()))
+
+    def bytes_moved(self, size: Size) -> float | None:
+        """Minimum traffic: every input, parameter and output once (shapes found on `meta`)."""
+        import torch
+
+        from evo.contracts import dtypes
+
+        ns = self.namespace(size)
+        try:
+            with torch.device("meta"):
+                model = ns["Model"](*ns["get_init_inputs"]())
+                forward = list(ns["get_inputs"]())
+                out = model(*forward)
+        except Exception:
+            return None
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        item = dtypes.itemsize(self.dtype)
+        total = 0
+        for t in [*forward, *model.state_dict().values(), *outs]:
+            total += t.numel() * (item if t.is_floating_point() else t.element_size())
+        return float(total)
+
+    @property
+    def key(self) -> str:
+        base = super().key
+        return f"{base}-{hashlib.sha256(str(self.redraw_params).encode()).hexdigest()[:4]}"

@@ -1,0 +1,244 @@
+"""The task contract: what a candidate must compute, on which sizes, to which tolerance.
+
+A task gives a reference (numpy or torch on CPU, evaluated in float64), an input generator, check
+sizes (including awkward ones: 1, primes, non-multiples of any block size), bench sizes, the dtype
+and a tolerance per dtype, a seed candidate, and optionally FLOP and byte counts.
+
+Two formats are accepted: the native one (`evo.contracts.native_task`, the task library in ``tasks/``) and
+KernelBench problem files (`evo.contracts.kernelbench`). Both produce :class:`CaseData`: inputs already
+rounded to the dtypes the candidate receives, and the expected outputs computed in float64 from
+exactly those rounded values.
+
+Tolerance: an output element passes when ``|out - ref| <= atol * rms(ref) + rtol * |ref|``.
+``atol`` is in units of the output's RMS magnitude, so one tolerance serves outputs of any scale
+(a softmax over 4096 columns has values near 2e-4; an absolute 1e-5 would hide an fp16 downgrade).
+NaN matches NaN and an infinity matches the same infinity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from evo.contracts import dtypes
+
+Size = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+DEFAULT_TOLERANCE: dict[str, Tolerance] = {
+    "float64": Tolerance(atol=1e-10, rtol=1e-8),
+    # fp16 rounding is up to 4.9e-4 relative: an fp32 task computed in fp16 fails this.
+    "float32": Tolerance(atol=1e-5, rtol=1e-4),
+    "float16": Tolerance(atol=1e-3, rtol=4e-3),
+    "bfloat16": Tolerance(atol=8e-3, rtol=3e-2),
+}
+EXACT = Tolerance(atol=0.0, rtol=0.0)
+
+
+def default_tolerance(dtype: str) -> Tolerance:
+    return DEFAULT_TOLERANCE.get(dtype, EXACT)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One concrete check: a size, the k-th draw of inputs for it, and a value distribution."""
+
+    size_json: str
+    draw: int
+    seed: int
+    dist: str
+
+    @property
+    def size(self) -> Size:
+        return dict(json.loads(self.size_json))
+
+    def label(self) -> str:
+        return f"size {self.size_json} draw {self.draw} ({self.dist})"
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A host array with the dtype name the candidate sees it as."""
+
+    data: np.ndarray
+    dtype: str
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+
+@dataclass(frozen=True)
+class CaseData:
+    """Inputs as the candidate receives them and expected outputs (float64 or exact ints)."""
+
+    case: Case
+    inputs: list[Tensor]
+    expected: list[np.ndarray]
+    output_dtypes: list[str]
+    output_shapes: list[tuple[int, ...]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class BenchCase:
+    """What a candidate is timed (or modelled) on: inputs at a bench size and the output layout.
+
+    ``inputs`` hold data for every tensor when drawn with ``data=True``; with ``data=False``
+    float tensors carry no data (``Tensor.data`` is an empty array of the right dtype and the
+    shape is in ``input_shapes``), which is all the latency model needs. Integer inputs
+    (indices, labels) always carry data: addresses may depend on them.
+    """
+
+    size: Size
+    inputs: list[Tensor]
+    input_shapes: list[tuple[int, ...]]
+    output_dtypes: list[str]
+    output_shapes: list[tuple[int, ...]]
+
+    @property
+    def has_float_data(self) -> bool:
+        return all(t.shape == s for t, s in zip(self.inputs, self.input_shapes))
+
+
+def size_key(size: Size) -> str:
+    return json.dumps(size, sort_keys=True, separators=(",", ":"))
+
+
+class TaskError(ValueError):
+    """The task definition is unusable; the message names what is wrong."""
+
+
+class Task(ABC):
+    """A computation a candidate must reproduce. Subclasses supply `_draw`."""
+
+    name: str
+    dtype: str
+    check_sizes: list[Size]
+    bench_sizes: list[Size]
+    dists: tuple[str, ...]
+    tolerances: dict[str, Tolerance]
+    seed_source: str | None
+    draws: int = 2
+    tolerance_override: Tolerance | None = None
+
+    def __init__(self) -> None:
+        self._cache: dict[Case, CaseData] = {}
+
+    @property
+    def tolerance(self) -> Tolerance:
+        return self.tolerance_for(self.dtype)
+
+    @abstractmethod
+    def definition_text(self) -> str:
+        """The text that defines the task (reference source), for the key and for prompts."""
+
+    @abstractmethod
+    def _draw(self, size: Size, seed: int, dist: str) -> tuple[list[Tensor], list[np.ndarray]]:
+        """Inputs (rounded to the candidate's dtypes) and float64/int expected outputs."""
+
+    def flops(self, size: Size) -> float | None:
+        return None
+
+    def bytes_moved(self, size: Size) -> float | None:
+        return None
+
+    @property
+    def key(self) -> str:
+        """Content hash of everything that defines what a correct candidate computes."""
+        h = hashlib.sha256()
+        for part in (
+            self.definition_text(),
+            self.dtype,
+            json.dumps(self.check_sizes, sort_keys=True),
+            json.dumps(sorted((k, v.atol, v.rtol) for k, v in self.tolerances.items())),
+            repr(self.tolerance_override),
+            str(self.draws),
+            ",".join(self.dists),
+        ):
+            h.update(part.encode())
+            h.update(b"\0")
+        return f"{self.name}-{h.hexdigest()[:12]}"
+
+    def cases(self, sizes: list[Size] | None = None, draws: int | None = None, *,
+              every_dist: bool = True) -> list[Case]:
+        """Check cases: per size, `draws` input draws cycling through the distributions.
+
+        With `every_dist` (the default, and what every full check uses) there are at least as many
+        draws as distributions, so `draws: 1` in a config cannot skip the inputs a distribution
+        exists for (softmax's large logits); only the cheap check inside a STOKE chain opts out.
+        """
+        n = max(draws if draws is not None else self.draws, 1)
+        if every_dist:
+            n = max(n, len(self.dists))
+        out = []
+        for size in self.check_sizes if sizes is None else sizes:
+            skey = size_key(size)
+            for k in range(n):
+                digest = hashlib.sha256(f"{self.name}|{skey}|{k}".encode()).digest()
+                seed = int.from_bytes(digest[:4], "little")
+                out.append(Case(skey, k, seed, self.dists[k % len(self.dists)]))
+        return out
+
+    def case_data(self, case: Case) -> CaseData:
+        """Inputs and expected outputs of a case, computed once per task object."""
+        if case not in self._cache:
+            inputs, expected = self._draw(case.size, case.seed, case.dist)
+            out_dtypes = [self.output_dtype(e) for e in expected]
+            shapes = [tuple(e.shape) for e in expected]
+            self._cache[case] = CaseData(case, inputs, expected, out_dtypes, shapes)
+        return self._cache[case]
+
+    def bench_case(self, size: Size, *, data: bool = True) -> BenchCase:
+        """Inputs at `size` (first draw, first distribution) and the output layout.
+
+        This default draws a whole case, reference included; subclasses override it with
+        something cheaper where they can (the reference at bench sizes can be slow).
+        """
+        inputs, expected = self._draw(size, self._bench_seed(size), self.dists[0])
+        return bench_case_from(size, inputs, [self.output_dtype(e) for e in expected],
+                           [tuple(e.shape) for e in expected], data)
+
+    def _bench_seed(self, size: Size) -> int:
+        digest = hashlib.sha256(f"{self.name}|bench|{size_key(size)}".encode()).digest()
+        return int.from_bytes(digest[:4], "little")
+
+    def output_dtype(self, expected: np.ndarray) -> str:
+        """Float outputs are in the task dtype; integer and bool outputs keep theirs."""
+        if np.issubdtype(expected.dtype, np.floating):
+            return self.dtype
+        return dtypes.numpy_name(expected.dtype)
+
+    def tolerance_for(self, dtype: str) -> Tolerance:
+        if not dtypes.is_float(dtype):
+            return EXACT
+        if self.tolerance_override is not None:
+            return self.tolerance_override
+        return self.tolerances.get(dtype, default_tolerance(dtype))
+
+    def describe(self) -> str:
+        return (
+            f"task {self.name}: dtype {self.dtype}, check sizes {self.check_sizes}, "
+            f"bench sizes {self.bench_sizes}"
+        )
+
+
+def bench_case_from(size: Size, inputs: list[Tensor], out_dtypes: list[str], out_shapes: list[tuple[int, ...]],
+                    data: bool) -> BenchCase:
+    """A BenchCase from drawn inputs; float data dropped unless `data`."""
+    shapes = [t.shape for t in inputs]
+    if not data:
+        inputs = [t if not dtypes.is_float(t.dtype) else Tensor(np.empty(0, dtype=t.data.dtype), t.dtype)
+                  for t in inputs]
+    return BenchCase(size, inputs, shapes, out_dtypes, out_shapes)
+

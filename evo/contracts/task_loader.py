@@ -1,0 +1,41 @@
+"""Build a `Task` from the ``task:`` section of a config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evo.contracts.config import ConfigError, TaskConfig, resolve_path
+from evo.contracts.kernelbench import KernelBenchTask
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks
+from evo.contracts.task import Task, Tolerance
+
+
+def build_task(cfg: TaskConfig, base_dir: Path) -> Task:
+    task: Task
+    if cfg.kernelbench:
+        assert cfg.sizes is not None
+        path = resolve_path(cfg.kernelbench, base_dir, "task.kernelbench")
+        seed = resolve_path(cfg.seed, base_dir, "task.seed").read_text() if cfg.seed else None
+        task = KernelBenchTask(
+            path, check_sizes=cfg.sizes.check, bench_sizes=cfg.sizes.bench or cfg.sizes.check,
+            dtype=cfg.dtype or "float32", seed_source=seed, redraw_params=cfg.redraw_params,
+        )
+    else:
+        if cfg.name:
+            folder = TASK_LIBRARY / cfg.name
+            if not (folder / "task.py").is_file():
+                valid = ", ".join(library_tasks())
+                raise ConfigError(f"task.name: no task {cfg.name!r} in the library; valid: {valid}")
+            path = folder
+        else:
+            assert cfg.path is not None
+            path = resolve_path(cfg.path, base_dir, "task.path")
+        task = NativeTask(path, dtype=cfg.dtype)
+        if cfg.sizes is not None:
+            task.check_sizes = cfg.sizes.check
+            task.bench_sizes = cfg.sizes.bench or task.bench_sizes
+        if cfg.seed:
+            task.seed_source = resolve_path(cfg.seed, base_dir, "task.seed").read_text()
+    if cfg.tolerance is not None:
+        task.tolerance_override = Tolerance(cfg.tolerance.atol, cfg.tolerance.rtol)
+    return task

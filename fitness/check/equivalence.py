@@ -1,0 +1,184 @@
+"""Stage 2: equivalence with the reference, judged in the driver from what the worker sends back.
+
+For each check case (every check size, several input draws and value distributions): the
+reference was computed first, on pristine copies, in float64. The candidate runs in the worker on
+fresh guarded buffers; afterwards the driver checks, in order: every guard zone intact (else an
+out-of-bounds store: ``unsafe``), every input unchanged (``unsafe``), no output element left with
+its poison (``wrong_output``: unwritten), every element within tolerance. The first case of each
+size runs twice with different poisons and must agree (state across calls, nondeterminism,
+elements written only by chance). Later draws of the same size use fresh values, so a candidate
+that caches by shape or address fails them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from evo.contracts import dtypes
+from evo.contracts.candidate import Candidate
+from evo.contracts.task import Case, CaseData, Task
+from evo.contracts.verdict import Status
+from fitness.check.compare import Diff, compare, same_bits
+from fitness.sandbox import zones as guard
+from fitness.sandbox.process import Worker, WorkerDied, WorkerTimeout
+
+
+@dataclass(frozen=True)
+class EquivalenceResult:
+    status: Status
+    reason: str
+    error: float
+    max_error_ratio: float
+    max_abs_error: float
+    mismatch_fraction: float
+    worst_case: str
+    cases_checked: int
+    seconds: float
+    recycle_worker: bool = False
+
+
+def _run_message(data: CaseData, run: int) -> dict[str, object]:
+    return {
+        "op": "run",
+        "run": run,
+        "inputs": [{"dtype": t.dtype, "shape": list(t.shape), "data": t.data.tobytes()} for t in data.inputs],
+        "outputs": [{"dtype": d, "shape": list(s)} for d, s in zip(data.output_dtypes, data.output_shapes)],
+    }
+
+
+_KIND = {
+    "compile_error": Status.COMPILE_ERROR,
+    "lint_error": Status.LINT_ERROR,
+    "crash": Status.CRASH,
+    "timeout": Status.TIMEOUT,
+}
+
+
+class _Judge:
+    """Accumulates per-output diffs over cases into one verdict."""
+
+    def __init__(self) -> None:
+        self.error_sum = 0.0
+        self.outputs = 0
+        self.max_ratio = 0.0
+        self.max_abs = 0.0
+        self.elements = 0
+        self.mismatches = 0
+        self.worst = ""
+        self.first_failure: tuple[Status, str] | None = None
+
+    def fail(self, status: Status, reason: str) -> None:
+        if self.first_failure is None:
+            self.first_failure = (status, reason)
+
+    def add(self, diff: Diff, label: str) -> None:
+        self.error_sum += diff.graded
+        self.outputs += 1
+        self.elements += diff.elements
+        self.mismatches += diff.mismatches
+        self.max_abs = max(self.max_abs, diff.max_abs)
+        if diff.max_ratio >= self.max_ratio and diff.mismatches:
+            self.worst = label
+        self.max_ratio = max(self.max_ratio, diff.max_ratio)
+
+
+def _inspect_run(data: CaseData, reply: dict[str, object], run: int, judge: _Judge, label: str,
+                 outputs_first: list[np.ndarray] | None, task: Task) -> list[np.ndarray]:
+    """Check one run's storages; returns the outputs (storage type) for the determinism check."""
+    for i, (t, storage) in enumerate(zip(data.inputs, reply["inputs"])):  # type: ignore[call-overload]
+        if not guard.guards_intact(storage, t.dtype, t.shape):
+            judge.fail(Status.UNSAFE, f"out-of-bounds store: the guard zone around input {i} changed ({label})")
+        _, body, _ = guard.split(storage, t.dtype, t.shape)
+        if body.tobytes() != t.data.tobytes():
+            changed = int((~same_bits(body, t.data)).sum())
+            judge.fail(Status.UNSAFE, f"input {i} was modified ({changed} elements changed, {label})")
+    outs = []
+    for i, (dtype, shape, storage) in enumerate(
+        zip(data.output_dtypes, data.output_shapes, reply["outputs"])  # type: ignore[call-overload]
+    ):
+        if not guard.guards_intact(storage, dtype, shape):
+            judge.fail(Status.UNSAFE, f"out-of-bounds store: the guard zone around output {i} changed ({label})")
+        _, body, _ = guard.split(storage, dtype, shape)
+        outs.append(body)
+        poison = np.resize(guard.poison(dtype, run), body.shape)
+        unwritten = int(same_bits(body, poison).sum()) if body.size else 0
+        expected_poison = int(same_bits(np.asarray(dtypes.cast(data.expected[i], dtype)), poison).sum()) if (
+            run == 0 and body.size) else 0
+        if unwritten > expected_poison:
+            judge.fail(Status.WRONG_OUTPUT,
+                       f"output {i}: {unwritten} of {body.size} elements were never written ({label})")
+        diff = compare(body, dtype, data.expected[i], task.tolerance_for(dtype))
+        judge.add(diff, label)
+        if not diff.ok:
+            judge.fail(Status.WRONG_OUTPUT, f"output {i} wrong at {label}: {diff.describe()}")
+        if outputs_first is not None:
+            again = compare(body, dtype, dtypes.to_float64(outputs_first[i], dtype) if dtypes.is_float(dtype)
+                            else outputs_first[i], task.tolerance_for(dtype))
+            if not again.ok:
+                judge.fail(Status.WRONG_OUTPUT,
+                           f"output {i}: a second run on the same inputs disagrees with the first ({label}): "
+                           f"{again.describe()}")
+    return outs
+
+
+def check_equivalence(
+    worker: Worker,
+    task: Task,
+    candidate: Candidate,
+    cases: list[Case],
+    *,
+    timeout: float,
+    stop_on_failure: bool = True,
+) -> EquivalenceResult:
+    """Run `candidate` on every case in `worker` and judge the results here."""
+    start = time.monotonic()
+    judge = _Judge()
+    checked = 0
+
+    def result(status: Status, reason: str, recycle: bool = False) -> EquivalenceResult:
+        frac = judge.mismatches / judge.elements if judge.elements else (0.0 if status is Status.OK else 1.0)
+        graded = judge.error_sum / judge.outputs if judge.outputs else float("inf")
+        if status is not Status.OK and graded == 0.0:
+            graded = float("inf") if status is not Status.WRONG_OUTPUT else 1.0
+        return EquivalenceResult(
+            status, reason, graded if status is not Status.OK else 0.0,
+            judge.max_ratio if judge.outputs else float("inf"), judge.max_abs if judge.outputs else float("inf"),
+            frac, judge.worst, checked, time.monotonic() - start, recycle,
+        )
+
+    try:
+        reply = worker.request(
+            {"op": "load", "source": candidate.source, "params": candidate.params, "name": candidate.id},
+            timeout,
+        )
+        if not reply.get("ok"):
+            return result(_KIND.get(str(reply.get("kind")), Status.CRASH), str(reply.get("message")),
+                          bool(reply.get("fatal")))
+        seen_sizes: set[str] = set()
+        for case in cases:
+            data = task.case_data(case)
+            runs = (0, 1) if case.size_json not in seen_sizes else (0,)
+            seen_sizes.add(case.size_json)
+            first: list[np.ndarray] | None = None
+            for run in runs:
+                reply = worker.request(_run_message(data, run), timeout)
+                if not reply.get("ok"):
+                    status = _KIND.get(str(reply.get("kind")), Status.CRASH)
+                    return result(status, f"{reply.get('message')} ({case.label()})", bool(reply.get("fatal")))
+                first = _inspect_run(data, reply, run, judge, case.label(), first, task)
+            checked += 1
+            if judge.first_failure is not None and (
+                stop_on_failure or judge.first_failure[0] is Status.UNSAFE
+            ):
+                break
+    except WorkerTimeout as e:
+        return result(Status.TIMEOUT, f"candidate did not finish: {e} (worker killed and replaced)", True)
+    except WorkerDied as e:
+        return result(Status.CRASH, e.reason, True)
+    if judge.first_failure is not None:
+        status, reason = judge.first_failure
+        return result(status, reason, status is Status.UNSAFE)
+    return result(Status.OK, f"matches the reference on {checked} cases")

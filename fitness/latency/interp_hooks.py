@@ -1,0 +1,324 @@
+"""Instrumentation of the Triton interpreter: what one interpreted program moves and computes.
+
+Installed (by `fitness.latency.interp_profile`) only while the latency model profiles, and removed after.
+Every ``create_*`` method of the interpreter's builder is wrapped (`fitness.latency.interp_wrap`); so are
+reductions and scans (which the interpreter computes in numpy, not with the builder) and ``range``
+in kernels.
+
+Per program it accumulates, each figure weighted by the loop-sampling weight in force:
+- loads and stores: 32-byte sectors touched by the *active* lanes (masked-off lanes move
+  nothing), per tensor argument; sectors seen for the first time in this program are "unique";
+- FLOPs: ``tl.dot`` as 2*M*N*K by operand type, element-wise float work, transcendental ops;
+- warp instructions: an op on n elements costs ``num_warps * ceil(n / (32 * num_warps * vec))``
+  (vec: elements per vector load, 16 bytes, for contiguous loads and stores; 1 otherwise);
+  integer and pointer arithmetic counts a quarter (the compiler hoists and strength-reduces most
+  of the address arithmetic the interpreter recomputes);
+- memory round trips: loads issued before any of their results is used form one round (a warp
+  stalls at the first use); a round that brings new sectors waits on DRAM, one that only
+  re-reads waits on L2; a round whose result feeds ``tl.dot`` is software-pipelined;
+- where addresses, masks or control flow depend on loaded data (values are tainted on load).
+
+Every active address is checked against the tensor arguments of the launch before the load or
+store runs: at bench sizes a candidate whose index arithmetic overflows is caught here, not by a
+segfault. (An address computed from loaded data is not held against the candidate: bench inputs
+in the model are synthetic.)
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fitness.latency.sampling import loop_plan
+from fitness.sandbox.interp_compat import scalar_index
+
+TAINT = "_evo_data"  # handle attribute: value derived from loaded data
+_ROUND = "_evo_round"
+_SECTOR_SHIFT = 5  # 32-byte sectors
+
+_CASTS = {
+    "create_fp_to_fp", "create_fp_ext", "create_fp_trunc", "create_si_to_fp", "create_ui_to_fp",
+    "create_fp_to_si", "create_fp_to_ui", "create_int_cast",
+}
+_SFU = {
+    "create_exp", "create_exp2", "create_log", "create_log2", "create_sqrt", "create_precise_sqrt",
+    "create_rsqrt", "create_sin", "create_cos", "create_erf", "create_fdiv", "create_precise_divf",
+    "create_approx_divf",
+}
+
+
+class OutOfBounds(Exception):
+    """A sampled program loaded or stored outside every tensor argument of its launch."""
+
+
+class DataDependentAccess(Exception):
+    """An out-of-bounds address computed from loaded data: with synthetic bench inputs (zeros for
+    floats) that says nothing about the candidate, only that the model cannot run it."""
+
+
+@dataclass
+class Buffer:
+    name: str
+    start: int
+    end: int
+    lo: int = 2**64
+    hi: int = 0
+    store_lo: int = 2**64
+    store_hi: int = 0
+
+
+@dataclass
+class BufferCount:
+    requests: float = 0.0
+    unique: float = 0.0
+    store_requests: float = 0.0
+    store_unique: float = 0.0
+
+
+@dataclass
+class _Round:
+    weight: float
+    new: bool = False
+    dot_fed: bool = False
+
+
+@dataclass
+class ProgramCounts:
+    """What one interpreted program did (weighted by loop sampling)."""
+
+    buffers: dict[int, BufferCount] = field(default_factory=dict)
+    sectors: dict[int, set[int]] = field(default_factory=dict)
+    store_sectors: dict[int, set[int]] = field(default_factory=dict)
+    tensor_flops: dict[str, float] = field(default_factory=dict)
+    fma_flops: float = 0.0
+    alu_flops: float = 0.0
+    sfu_ops: float = 0.0
+    warp_instructions: float = 0.0
+    reductions: float = 0.0
+    rounds: list[_Round] = field(default_factory=list)
+    dot_min_m: int = 0
+
+    def buffer(self, i: int) -> BufferCount:
+        if i not in self.buffers:
+            self.buffers[i] = BufferCount()
+        return self.buffers[i]
+
+
+def _operand_type(dtype: Any, precision: Any) -> str:
+    name = str(dtype)
+    if name.startswith("fp8"):
+        return "fp8"
+    if name in ("fp16", "bf16"):
+        return name
+    p = str(precision).upper()
+    if "IEEE" in p:
+        return "fp32"
+    return "tf32x3" if "X3" in p else "tf32"
+
+
+class Recorder:
+    """Counts what the interpreted programs of one launch do (see the module docstring)."""
+
+    def __init__(self, buffers: list[Buffer], num_warps: int, filename: str, *, loop_keep: int = 2) -> None:
+        self.buffers = sorted(buffers, key=lambda b: b.start)
+        self._starts = np.array([b.start for b in self.buffers], dtype=np.uint64)
+        self.warps = max(int(num_warps), 1)
+        self.filename = filename
+        self.loop_keep = loop_keep
+        self.loop_tail = True
+        self.active = False
+        self.depth = 0
+        self.events = 0
+        self.program = ProgramCounts()
+        self.notes: set[str] = set()
+        self._weights = [1.0]
+        self._epoch = 0
+        self._open: int | None = None
+
+    # -- program and loop state ---------------------------------------------------------------
+    def begin_program(self) -> None:
+        self.program = ProgramCounts()
+        self._weights = [1.0]
+        self._epoch += 1
+        self._open = None
+        self.depth = 0
+
+    @property
+    def weight(self) -> float:
+        return self._weights[-1]
+
+    def sampled_range(self, *args: Any, **kwargs: Any) -> Any:
+        """`range` inside kernels: the first iterations and the last, weighted (see sampling)."""
+        bounds = [scalar_index(a.handle.data) if hasattr(a, "handle") else a for a in args]
+        if not self.active:
+            return builtins.range(*bounds)
+        if any(self.tainted_value(a) for a in args):
+            self.note("loop bounds depend on loaded data")
+        return self._iterate(builtins.range(*bounds))
+
+    def tl_range(self, arg1: Any, arg2: Any = None, step: Any = None, **kwargs: Any) -> Any:
+        """`tl.range` / `tl.static_range` with the interpreter's argument conventions."""
+        start, end = (0, arg1) if arg2 is None else (arg1, arg2)
+        return self.sampled_range(start, end, 1 if step is None else step)
+
+    def _iterate(self, r: range) -> Iterator[int]:
+        epoch = self._epoch
+        for index, w in loop_plan(len(r), self.loop_keep, tail=self.loop_tail):
+            self._weights.append(self._weights[-1] * w)
+            try:
+                yield r[index]
+            finally:
+                if self._epoch == epoch and len(self._weights) > 1:
+                    self._weights.pop()
+
+    # -- helpers ------------------------------------------------------------------------------
+    def where(self) -> str:
+        frame: Any = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename == self.filename:
+                return f"line {frame.f_lineno}"
+            frame = frame.f_back
+        return "kernel"
+
+    def note(self, what: str) -> None:
+        self.notes.add(f"{what} ({self.where()})")
+
+    @staticmethod
+    def tainted_value(v: Any) -> bool:
+        h = getattr(v, "handle", None)
+        return bool(getattr(h, "attr", {}).get(TAINT))
+
+    def consume(self, handles: list[Any]) -> None:
+        """Using a loaded value stalls until its round completes: the round closes."""
+        if self._open is None:
+            return
+        for h in handles:
+            if h.attr.get(_ROUND) == self._open:
+                self._open = None
+                return
+
+    def _instructions(self, n: int, vec: int = 1) -> float:
+        w = self.warps
+        return float(w * math.ceil(n / (32 * w * vec))) if n else 0.0
+
+    # -- memory ---------------------------------------------------------------------------------
+    def _buffer_of(self, lo: int, hi: int, what: str) -> int:
+        i = int(np.searchsorted(self._starts, np.uint64(lo), side="right")) - 1
+        if i < 0 or hi > self.buffers[i].end:
+            raise OutOfBounds(
+                f"{what} at address {lo:#x}..{hi:#x} lies outside every tensor argument of the launch "
+                f"({self.where()}); at bench sizes the index arithmetic goes out of bounds"
+            )
+        return i
+
+    @staticmethod
+    def _active(ptr: Any, mask: Any) -> tuple[np.ndarray, np.ndarray, int]:
+        addr = np.asarray(ptr.data).astype(np.uint64, copy=False)
+        if mask is not None:
+            active = addr[np.broadcast_to(np.asarray(mask.data, dtype=bool), addr.shape)]
+        else:
+            active = addr.reshape(-1)
+        return addr, active, max(ptr.get_element_ty().primitive_bitwidth // 8, 1)
+
+    def _locate(self, kind: str, ptr: Any, lo: int, hi: int) -> int:
+        try:
+            return self._buffer_of(lo, hi, kind)
+        except OutOfBounds as e:
+            if ptr.attr.get(TAINT):
+                raise DataDependentAccess(f"{e} (the address depends on loaded data)") from None
+            raise
+
+    def check_bounds(self, kind: str, ptr: Any, mask: Any) -> None:
+        _, active, item = self._active(ptr, mask)
+        if active.size:
+            self._locate(kind, ptr, int(active.min()), int(active.max()) + item)
+
+    def memory(self, kind: str, ptr: Any, mask: Any) -> int | None:
+        """Check and count one load or store; returns the buffer index (None if no lane is active)."""
+        self.events += 1
+        if ptr.attr.get(TAINT) or (mask is not None and mask.attr.get(TAINT)):
+            self.note(f"{kind} addresses or masks depend on loaded data")
+        addr, active, item = self._active(ptr, mask)
+        if active.size == 0:
+            return None
+        lo, hi = int(active.min()), int(active.max()) + item
+        b = self._locate(kind, ptr, lo, hi)
+        buf = self.buffers[b]
+        sectors = set((active >> np.uint64(_SECTOR_SHIFT)).tolist())
+        w = self.weight
+        counts = self.program.buffer(b)
+        touched = len(sectors) * 32.0 * w
+        vec = 1
+        if addr.ndim and addr.shape[-1] > 1 and (np.diff(addr.astype(np.int64), axis=-1) == item).all():
+            vec = max(1, min(16 // item, addr.shape[-1], max(addr.size // (32 * self.warps), 1)))
+        self.program.warp_instructions += self._instructions(int(addr.size), vec) * w
+        if kind == "store":
+            seen = self.program.store_sectors.setdefault(b, set())
+            counts.store_requests += touched
+            counts.store_unique += len(sectors - seen) * 32.0 * w
+            seen |= sectors
+            buf.store_lo, buf.store_hi = min(buf.store_lo, lo), max(buf.store_hi, hi)
+            return b
+        seen = self.program.sectors.setdefault(b, set())
+        new = sectors - seen
+        counts.requests += touched
+        counts.unique += len(new) * 32.0 * w
+        seen |= sectors
+        buf.lo, buf.hi = min(buf.lo, lo), max(buf.hi, hi)
+        if self._open is None:
+            self.program.rounds.append(_Round(w))
+            self._open = len(self.program.rounds) - 1
+        if new:
+            self.program.rounds[self._open].new = True
+        return b
+
+    def loaded(self, out: Any) -> None:
+        out.attr[TAINT] = True
+        if self._open is not None:
+            out.attr[_ROUND] = self._open
+
+    # -- compute --------------------------------------------------------------------------------
+    def op(self, name: str, handles: list[Any], out: Any) -> None:
+        if any(h.attr.get(TAINT) for h in handles):
+            out.attr[TAINT] = True
+        if name in _CASTS and handles and _ROUND in handles[0].attr:
+            out.attr[_ROUND] = handles[0].attr[_ROUND]
+        n = int(np.asarray(out.data).size)
+        w = self.weight
+        is_float = str(out.dtype).startswith(("fp", "bf"))
+        self.program.warp_instructions += self._instructions(n) * (1.0 if is_float else 0.25) * w
+        if is_float:
+            self.program.alu_flops += n * (2.0 if name == "create_fma" else 1.0) * w
+        if name in _SFU:
+            self.program.sfu_ops += n * w
+
+    def dot(self, a: Any, b: Any, precision: Any) -> None:
+        for h in (a, b):
+            r = h.attr.get(_ROUND)
+            if r is not None and r < len(self.program.rounds):
+                self.program.rounds[r].dot_fed = True
+        sa, sb = np.asarray(a.data).shape, np.asarray(b.data).shape
+        m, k, n = sa[-2], sa[-1], sb[-1]
+        batch = int(np.prod(sa[:-2])) if len(sa) > 2 else 1
+        flops = 2.0 * m * n * k * batch * self.weight
+        kind = _operand_type(a.dtype, precision)
+        if kind == "fp32":
+            self.program.fma_flops += flops
+        else:
+            key, scale = ("tf32", 3.0) if kind == "tf32x3" else (kind, 1.0)
+            self.program.tensor_flops[key] = self.program.tensor_flops.get(key, 0.0) + flops * scale
+        self.program.warp_instructions += flops / 4096.0  # one mma.sync m16n8k16 per 4096 FLOPs
+        self.program.dot_min_m = m if not self.program.dot_min_m else min(self.program.dot_min_m, m)
+
+    def reduction(self, n: int) -> None:
+        w = self.weight
+        self.program.alu_flops += n * w
+        extra = 10 + (6 if self.warps > 1 else 0)  # shuffle tree, then a shared-memory exchange
+        self.program.warp_instructions += (self._instructions(n) + self.warps * extra) * w
+        self.program.reductions += w
