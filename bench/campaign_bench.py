@@ -25,9 +25,10 @@ from typing import Any
 
 import yaml
 
-from evo.app.run_store import MsgpackLog
 from evo.contracts.candidate import Candidate
-from mutators.base import MutationContext, Mutator, Proposal, Scored
+from evo.contracts.history import MsgpackLog
+from evo.contracts.records import Individual, Proposal
+from mutators.base import MutationContext, Mutator
 
 
 class RandomParams(Mutator):
@@ -38,7 +39,7 @@ class RandomParams(Mutator):
     def __init__(self, seed: int) -> None:
         self.seen: set[str] = set()
 
-    def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
+    def propose(self, parent: Individual, ctx: MutationContext) -> list[Proposal]:
         space = {k: v for k, v in sorted(parent.candidate.space().items()) if v}
         for _ in range(50):
             child = parent.candidate.with_params(**{k: ctx.rng.choice(v) for k, v in space.items()})
@@ -102,9 +103,9 @@ def actor_vs_bare(run_dir: Path, task_name: str) -> tuple[float, float, int]:
     load on the machine hits both alike."""
     import ray
 
-    from evo.contracts.config import TaskConfig
+    from evo.contracts.config import EvaluationConfig, TaskConfig
     from evo.contracts.native_task import TASK_LIBRARY, NativeTask
-    from fitness.evaluate import EvalSettings, Evaluator
+    from fitness.evaluate import Evaluator
     from islands.evaluator_actor import EvaluatorSpec, TaskSpec, evaluator_actor_class
 
     records = [r for r in MsgpackLog(run_dir / "history.msgpack").read()
@@ -112,9 +113,9 @@ def actor_vs_bare(run_dir: Path, task_name: str) -> tuple[float, float, int]:
     candidates = [Candidate.from_dict(r["candidate"]) for r in records]
     task = NativeTask(TASK_LIBRARY / task_name)
     seed = Candidate.from_source(task.seed_source or "")
-    spec = EvaluatorSpec(TaskSpec(TaskConfig(name=task_name), str(TASK_LIBRARY)), EvalSettings(), "auto")
+    spec = EvaluatorSpec(TaskSpec(TaskConfig(name=task_name), str(TASK_LIBRARY)), EvaluationConfig())
     actor = evaluator_actor_class().remote(spec, "bench")
-    with Evaluator(task, device=ray.get(actor.info.remote()).device) as bare:
+    with Evaluator(task, spec.settings, device=ray.get(actor.info.remote()).device) as bare:
         ray.get(actor.evaluate.remote(seed, "full"))  # start both workers: not timed
         bare.evaluate(seed)
         in_actor = in_process = 0.0

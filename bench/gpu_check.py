@@ -23,14 +23,18 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from evo.contracts.candidate import Candidate  # noqa: E402
-from evo.contracts.gpus import DEFAULT_TARGET, profile_for_device  # noqa: E402
-from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks  # noqa: E402
-from evo.contracts.verdict import Evaluation  # noqa: E402
-from fitness.evaluate import EvalSettings, Evaluator  # noqa: E402
-from fitness.latency.model import ModelLatency  # noqa: E402
-from fitness.latency.stage import BASELINES, LatencyMode, LatencySettings  # noqa: E402
-from fitness.sandbox.process import Worker  # noqa: E402
+from evo.contracts.candidate import Candidate
+from evo.contracts.config import (
+    Baseline,
+    EvaluationConfig,
+    LatencyMode,
+)
+from evo.contracts.gpus import profile_for_device
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks
+from evo.contracts.verdict import Evaluation
+from fitness.evaluate import Evaluator
+from fitness.latency.model import ModelLatency
+from fitness.sandbox.process import Worker
 
 VARIANTS = ("seed", "known_better")
 
@@ -90,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir", help="directory for gpu_check.json")
     ap.add_argument("--tasks", default=",".join(library_tasks()), help="comma-separated library tasks")
-    ap.add_argument("--baselines", default=",".join(BASELINES), help="comma-separated: seed,torch,torch_compile")
+    ap.add_argument("--baselines", default=",".join(b.value for b in Baseline),
+                    help="comma-separated: seed,torch,torch_compile")
     ap.add_argument("--memory-mb", type=int, default=8192, help="memory limit of the model's interpreter worker")
     args = ap.parse_args(argv)
     device_name = _cuda_device()
@@ -105,12 +110,12 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     profile = profile_for_device(device_name)
-    target = profile.name if profile else DEFAULT_TARGET
+    target = profile.name if profile else EvaluationConfig().target_gpu
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    latency = LatencySettings(mode=LatencyMode.AUTO, target_gpu=target,
-                              baselines=tuple(b for b in args.baselines.split(",") if b), timeout_s=600.0)
-    settings = EvalSettings(timeout_s=300.0, memory_mb=args.memory_mb, latency=latency)
+    settings = EvaluationConfig(timeout_s=300.0, memory_mb=args.memory_mb, latency=LatencyMode.AUTO,
+                                target_gpu=target, baselines=[Baseline(b) for b in args.baselines.split(",") if b],
+                                latency_timeout_s=600.0)
     print(f"gpu_check: {device_name}; model target {target}; tasks {', '.join(tasks)}", flush=True)
     start = time.monotonic()
     cuda = Worker(device="cuda", memory_mb=args.memory_mb)
@@ -129,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name in tasks:
             task = NativeTask(TASK_LIBRARY / name)
-            model = ModelLatency(task, LatencySettings(mode=LatencyMode.MODEL, target_gpu=target),
+            model = ModelLatency(task, EvaluationConfig(latency=LatencyMode.MODEL, target_gpu=target),
                                  interp_worker=interp, compile_worker=compiler)
             with Evaluator(task, settings, device="cuda", worker=cuda) as ev:
                 for variant in VARIANTS:

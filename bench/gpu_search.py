@@ -23,28 +23,33 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from evo.contracts.candidate import Candidate  # noqa: E402
-from evo.contracts.mutator_config import OptunaConfig, SelectionConfig, StokeConfig, build_mutator, build_selector  # noqa: E402
-from evo.contracts.native_task import TASK_LIBRARY, NativeTask  # noqa: E402
-from fitness.evaluate import EvalSettings, Evaluator, detect_device  # noqa: E402
-from islands.evaluation import LocalEvaluationService  # noqa: E402
-from islands.island import Island, IslandSettings, mutator_names  # noqa: E402
+from evo.contracts.candidate import Candidate
+from evo.contracts.config import EvaluationConfig, IslandsConfig
+from evo.contracts.mutator_config import OptunaConfig, SelectionConfig, StokeConfig, entry_names
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask
+from fitness.evaluate import Evaluator, detect_device
+from fitness.latency.stage import target_hardware
+from islands.evaluation import EvaluationLedger, LocalEvaluationService
+from islands.evaluator_actor import cuda_device_name
+from islands.island import Island
+from mutators.factory import build_mutator, build_selector
 
 
 def search(name: str, out: Path, seconds: float, device: str, seed: int) -> dict[str, Any]:
     task = NativeTask(TASK_LIBRARY / name)
     run_dir = out / name
     run_dir.mkdir(parents=True, exist_ok=True)
-    ev = Evaluator(task, EvalSettings(timeout_s=300.0), device=device)
+    ev = Evaluator(task, EvaluationConfig(timeout_s=300.0), device=device)
     try:
-        service = LocalEvaluationService(lambda c, level: ev.evaluate(c, level=level), task_key=task.key,
-                                         device=device)
+        ledger = EvaluationLedger(task.key, device=ev.device)
+        service = LocalEvaluationService(lambda c, level: ev.evaluate(c, level=level), ledger)
         configs: list[OptunaConfig | StokeConfig] = [OptunaConfig(trials_per_proposal=4), StokeConfig(chain_length=6)]
         mutators = [build_mutator(c, run_dir=run_dir, seed=seed + i) for i, c in enumerate(configs)]
-        names = mutator_names(mutators)
+        names = entry_names(configs)
         selector = build_selector(SelectionConfig(policy="ucb1"), dict.fromkeys(names, 1.0))
-        settings = IslandSettings(index=0, population=6, offspring=3, tournament_size=2, hardware=device)
-        island = Island(settings, task=task, mutators=mutators, selector=selector, service=service, seed=seed)
+        cfg = IslandsConfig(count=1, population=6, offspring=3, tournament_size=2)
+        island = Island(0, cfg, task=task, mutators=mutators, selector=selector, service=service, seed=seed,
+                        hardware=target_hardware(ev.settings, ev.device, cuda_device_name()))
         start = time.monotonic()
         assert task.seed_source is not None
         report = island.initialize(Candidate.from_source(task.seed_source))
@@ -55,23 +60,23 @@ def search(name: str, out: Path, seconds: float, device: str, seed: int) -> dict
             r = island.step()
             generations += 1
             print(f"  {name} gen {generations}: best {r.best_latency_ms:.4f} ms ({r.best_latency_source}), "
-                  f"{service.fresh} evaluations, {time.monotonic() - start:.0f} s", flush=True)
+                  f"{ledger.stats.evaluations} evaluations, {time.monotonic() - start:.0f} s", flush=True)
         best = island.best()
         assert best is not None and island.seed is not None
         stats = {n: m.stats() for n, m in zip(names, mutators)}
         tables = {n: m.table_text() for n, m in zip(names, mutators) if hasattr(m, "table_text")}
         by_mutator: dict[str, Any] = {}
         for ind in [*island.population, *island.hof]:
-            cur = by_mutator.get(ind.origin.mutator)
+            cur = by_mutator.get(ind.proposal.mutator)
             if ind.latency_ms is not None and (cur is None or ind.latency_ms < cur["ms"]):
-                by_mutator[ind.origin.mutator] = {"ms": ind.latency_ms, "params": dict(ind.candidate.params)}
+                by_mutator[ind.proposal.mutator] = {"ms": ind.latency_ms, "params": dict(ind.candidate.params)}
         return {
             "task": name, "device": device, "seconds": round(time.monotonic() - start, 1),
-            "generations": generations, "evaluations": service.fresh,
+            "generations": generations, "evaluations": ledger.stats.evaluations,
             "seed_ms": island.seed.evaluation.latency_ms, "best_ms": best.evaluation.latency_ms,
             "source": best.evaluation.latency_source.value if best.evaluation.latency_source else None,
             "best_speedups": dict(best.evaluation.speedups), "best_params": dict(best.candidate.params),
-            "best_mutator": best.origin.mutator, "best_id": best.id,
+            "best_mutator": best.proposal.mutator, "best_id": best.id,
             "roofline_fraction": best.evaluation.roofline_fraction, "mutator_stats": stats,
             "move_tables": tables, "best_by_mutator": by_mutator,
         }

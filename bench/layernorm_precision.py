@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from evo.contracts.native_task import TASK_LIBRARY, NativeTask  # noqa: E402
-from evo.contracts.task import Tolerance  # noqa: E402
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask
+from evo.contracts.task import Tolerance
 
 F32 = np.float32
 Sum = Callable[[np.ndarray], np.ndarray]

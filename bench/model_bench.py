@@ -21,29 +21,31 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from evo.contracts.candidate import Candidate  # noqa: E402
-from evo.contracts.gpus import DEFAULT_TARGET  # noqa: E402
-from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks  # noqa: E402
-from fitness.evaluate import EvalSettings, Evaluator  # noqa: E402
-from fitness.latency.model import ModelLatency  # noqa: E402
-from fitness.latency.stage import LatencyMode, LatencySettings  # noqa: E402
-from fitness.sandbox.process import Worker  # noqa: E402
+from evo.contracts.candidate import Candidate
+from evo.contracts.config import (
+    EvaluationConfig,
+    LatencyMode,
+)
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks
+from fitness.evaluate import Evaluator
+from fitness.latency.model import ModelLatency
+from fitness.sandbox.process import Worker
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--target", default=DEFAULT_TARGET)
+    ap.add_argument("--target", default=EvaluationConfig().target_gpu)
     ap.add_argument("--tasks", default=",".join(library_tasks()))
     args = ap.parse_args(argv)
     interp = Worker(device="cpu", memory_mb=8192)
     compiler = Worker(compile_only=True, memory_mb=8192)
-    off = EvalSettings(memory_mb=8192, latency=LatencySettings(mode=LatencyMode.OFF))
+    off = EvaluationConfig(memory_mb=8192, latency=LatencyMode.OFF)
     print(f"{'task':11s} {'seed us':>10s} {'better us':>10s} {'model x':>8s} {'bound (better)':>15s} "
           f"{'model s, 1st':>12s} {'model s':>8s} {'equiv s':>8s}")
     try:
         for name in [t for t in args.tasks.split(",") if t]:
             task = NativeTask(TASK_LIBRARY / name)
-            model = ModelLatency(task, LatencySettings(mode=LatencyMode.MODEL, target_gpu=args.target),
+            model = ModelLatency(task, EvaluationConfig(latency=LatencyMode.MODEL, target_gpu=args.target),
                                  interp_worker=interp, compile_worker=compiler)
             model.case()  # the bench case is drawn once per task, not per candidate
             seed = Candidate.from_file(TASK_LIBRARY / name / "seed.py")

@@ -17,14 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evo.contracts.candidate import Candidate
-from evo.contracts.mutator_config import OptunaConfig, StokeConfig, build_mutator
+from evo.contracts.config import EvaluationConfig, IslandsConfig
+from evo.contracts.mutator_config import OptunaConfig, SelectionConfig, StokeConfig, entry_names
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
 from evo.contracts.records import Individual
 from evo.contracts.task import Task
-from fitness.evaluate import EvalSettings, Evaluator
-from islands.evaluation import LocalEvaluationService
-from islands.island import Island, IslandSettings, mutator_names
+from fitness.evaluate import Evaluator
+from fitness.latency.stage import target_hardware
+from islands.evaluation import EvaluationLedger, LocalEvaluationService
+from islands.island import Island
 from mutators.base import Mutator
+from mutators.factory import build_mutator
 from mutators.optuna_tuner import OptunaMutator
 from mutators.selection import FixedWeights
 from mutators.stoke import StokeMutator
@@ -55,13 +58,13 @@ def run_alone(mutator: Mutator, task: Task, evaluator: Evaluator, *, generations
     beats it was proposed by the mutator. `until_improved` stops at the first generation that does.
     """
     start = time.monotonic()
-    service = LocalEvaluationService(lambda c, level: evaluator.evaluate(c, level=level), task_key=task.key,
-                                     device=evaluator.device)
-    hardware = evaluator.device if evaluator.device != "cpu" else f"{evaluator.settings.latency.target_gpu} (modelled)"
-    settings = IslandSettings(index=0, population=1, offspring=offspring, tournament_size=1, hardware=hardware)
-    names = mutator_names([mutator])
-    island = Island(settings, task=task, mutators=[mutator], selector=FixedWeights({names[0]: 1.0}),
-                    service=service, seed=0)
+    ledger = EvaluationLedger(task.key, device=evaluator.device)
+    service = LocalEvaluationService(lambda c, level: evaluator.evaluate(c, level=level), ledger)
+    hardware = target_hardware(evaluator.settings, evaluator.device)
+    cfg = IslandsConfig(count=1, population=1, offspring=offspring, tournament_size=1)
+    names = entry_names([mutator])
+    island = Island(0, cfg, task=task, mutators=[mutator], selector=FixedWeights({names[0]: 1.0}, SelectionConfig()),
+                    service=service, seed=0, hardware=hardware)
     report = island.initialize(Candidate.from_source(task.seed_source or ""))
     if not report.seed_ok or island.seed is None:
         raise RuntimeError(f"the seed of {task.name} does not pass: {report.seed_reason}")
@@ -69,10 +72,12 @@ def run_alone(mutator: Mutator, task: Task, evaluator: Evaluator, *, generations
     for _ in range(generations):
         island.step()
         done += 1
-        solo = Solo(island, island.seed, island.best() or island.seed, done, service.fresh, time.monotonic() - start)
+        solo = Solo(island, island.seed, island.best() or island.seed, done, ledger.stats.evaluations,
+                    time.monotonic() - start)
         if until_improved and solo.improved:
             return solo
-    return Solo(island, island.seed, island.best() or island.seed, done, service.fresh, time.monotonic() - start)
+    return Solo(island, island.seed, island.best() or island.seed, done, ledger.stats.evaluations,
+                time.monotonic() - start)
 
 
 def _us(ms: float | None) -> str:
@@ -89,7 +94,7 @@ def main() -> None:
     args = ap.parse_args()
     task = NativeTask(TASK_LIBRARY / args.task)
     run_dir = Path(tempfile.mkdtemp(prefix="evo-bench-"))
-    with Evaluator(task, EvalSettings(memory_mb=4096)) as ev:
+    with Evaluator(task, EvaluationConfig(memory_mb=4096)) as ev:
         for cfg in (StokeConfig(chain_length=args.chain), OptunaConfig(trials_per_proposal=args.trials)):
             m = build_mutator(cfg, run_dir=run_dir, seed=0)
             solo = run_alone(m, task, ev, generations=args.generations, offspring=args.offspring)
@@ -102,7 +107,7 @@ def main() -> None:
                   f"{solo.evaluations} evaluations in {solo.seconds:.1f} s; seed {_us(solo.seed.latency_ms)} -> best "
                   f"{_us(solo.best.latency_ms)} ({unit}; {speedup})")
             print("best params:", solo.best.candidate.params, "|", solo.best.candidate.id,
-                  "| proposed by", solo.best.origin.mutator)
+                  "| proposed by", solo.best.proposal.mutator)
             if isinstance(m, StokeMutator):
                 print(m.table_text())
             if isinstance(m, OptunaMutator):

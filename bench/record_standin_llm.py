@@ -29,13 +29,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from evo.app.campaign import Campaign  # noqa: E402
-from evo.app.campaign_setup import CampaignHooks, connect_ray, prepare_config  # noqa: E402
-from evo.app.progress import PlainLog  # noqa: E402
-from evo.contracts.config import load_config  # noqa: E402
-from evo.contracts.mutator_config import LLMConfig  # noqa: E402
-from mutators.llm_prompt import current_kernel  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAI, Reply  # noqa: E402
+from evo.app.campaign import Campaign
+from evo.app.campaign_setup import CampaignHooks, connect_ray, prepare_config
+from evo.app.progress import PlainLog
+from evo.contracts.config import BudgetConfig
+from evo.contracts.config_file import load_config
+from evo.contracts.mutator_config import LLMConfig
+from mutators.llm_prompt import current_kernel
+from tests.fakes.openai_server import FakeOpenAI, Reply
 
 MODEL = "standin-softmax"
 KEY_ENV = "EVO_STANDIN_LLM_KEY"
@@ -177,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     with FakeOpenAI(responder=Responder()) as server:
         llm = LLMConfig(model=MODEL, base_url=server.base_url, api_key_env=KEY_ENV, mode="record",
                         record_path=str(out), price_in_per_mtok=0.15, price_out_per_mtok=0.6, retries=0)
-        budget = base.budget.model_copy(update={"generations": args.generations})
+        budget = BudgetConfig(generations=args.generations)
         for seed in args.seeds:
             cfg = base.model_copy(update={"mutators": [llm], "seed": seed, "name": f"record-s{seed}",
                                           "budget": budget})

@@ -11,180 +11,14 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
 import os
 import resource
-import sys
-import tempfile
 import threading
 import time
-import traceback
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import ModuleType
-from typing import Any
 
-import numpy as np
-
-from evo.contracts import dtypes
 from fitness.sandbox import protocol
-from fitness.sandbox import zones as guard
-
-
-def _set_memory_limit(megabytes: int) -> None:
-    """Cap the address space at what imports took plus `megabytes` (no harm to the machine).
-
-    The hard limit is higher (half the machine's memory, if that is more): bench-size profiling
-    allocates full-size buffers (a naive attention's score matrix is 8 GiB) but touches only the
-    parts its sampled programs use, so it lifts the soft cap for its duration (`roomy_address_space`).
-    """
-    with open("/proc/self/status") as f:
-        vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
-    with open("/proc/meminfo") as f:
-        total_kb = next(int(line.split()[1]) for line in f if line.startswith("MemTotal:"))
-    soft = vm * 1024 + megabytes * 1024 * 1024
-    hard = max(soft, vm * 1024 + total_kb * 1024 // 2)
-    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-
-
-@contextmanager
-def roomy_address_space() -> Iterator[None]:
-    """Raise the soft address-space cap to the hard one while bench-size buffers are needed."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-
-
-def _describe(e: BaseException, filename: str | None) -> str:
-    """The exception and the innermost line of candidate code it came from."""
-    where = ""
-    if filename:
-        for fs in traceback.extract_tb(e.__traceback__):
-            if fs.filename == filename:
-                where = f" (candidate line {fs.lineno}: {(fs.line or '').strip()})"
-    text = str(e).strip().splitlines()
-    first = text[-1] if text else ""
-    return f"{type(e).__name__}: {first[:500]}{where}"
-
-
-class Runner:
-    def __init__(self, device: str) -> None:
-        import torch
-
-        self.torch = torch
-        self.device = device
-        self.dir = tempfile.mkdtemp(prefix="evo-worker-")
-        self.module: ModuleType | None = None
-        self.filename: str | None = None
-        self.params: dict[str, Any] = {}
-
-    # -- classification -------------------------------------------------------------------
-    def failure(self, e: BaseException) -> dict[str, Any]:
-        from fitness.sandbox.torch_guard import ForbiddenOperation
-
-        text = _describe(e, self.filename)
-        if isinstance(e, ForbiddenOperation):
-            return {"ok": False, "kind": "lint_error", "message": str(e)}
-        if isinstance(e, MemoryError) or "out of memory" in str(e).lower() or "can't allocate memory" in str(e).lower():
-            return {"ok": False, "kind": "crash", "message": f"memory limit exceeded: {text}", "fatal": True}
-        if "illegal memory access" in str(e) or "misaligned address" in str(e) or "CUDA error" in str(e):
-            return {"ok": False, "kind": "crash", "message": text, "fatal": True}
-        if isinstance(e, (SystemExit, KeyboardInterrupt)):
-            return {"ok": False, "kind": "crash", "message": f"candidate tried to exit: {text}", "fatal": True}
-        return {"ok": False, "kind": "compile_error", "message": text}
-
-    # -- ops ---------------------------------------------------------------------------------
-    def load(self, msg: dict[str, Any]) -> dict[str, Any]:
-        from fitness.sandbox.torch_guard import CandidateGuard
-
-        if msg.get("reuse") and self.module is not None and self.module.__name__ == f"evo_candidate_{msg['name']}" \
-                and dict(msg.get("params", {})) == self.params:
-            return {"ok": True}  # the latency stage after equivalence: the same candidate is loaded
-        self.unload()
-        name = f"evo_candidate_{msg['name']}"
-        path = os.path.join(self.dir, f"{name}.py")
-        with open(path, "w") as f:
-            f.write(msg["source"])
-        self.filename = path
-        self.params = dict(msg.get("params", {}))
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            with CandidateGuard(path):
-                spec.loader.exec_module(module)
-        except BaseException as e:
-            return self.failure(e)
-        if not callable(getattr(module, "launch", None)):
-            return {"ok": False, "kind": "lint_error", "message": "module has no callable launch"}
-        self.module = module
-        return {"ok": True}
-
-    def unload(self) -> None:
-        if self.module is not None:
-            sys.modules.pop(self.module.__name__, None)
-            self.module = None
-        try:
-            from triton.runtime.interpreter import InterpretedFunction
-
-            InterpretedFunction.rewritten_fn.clear()
-        except Exception:
-            pass
-        gc.collect()
-
-    def _tensor(self, storage: np.ndarray, dtype: str, shape: list[int]) -> tuple[Any, Any]:
-        torch = self.torch
-        t = torch.from_numpy(storage.copy())
-        if dtype == "bfloat16":
-            t = t.view(torch.bfloat16)
-        t = t.to(self.device)
-        g = guard.guard_elems(dtype)
-        view = t[g : g + guard.numel(shape)].view(tuple(shape))
-        return t, view
-
-    def _bytes(self, t: Any) -> bytes:
-        torch = self.torch
-        if t.dtype == torch.bfloat16:
-            t = t.view(torch.int16)
-        return bytes(t.cpu().numpy().tobytes())
-
-    def run(self, msg: dict[str, Any]) -> dict[str, Any]:
-        from fitness.sandbox.torch_guard import CandidateGuard
-
-        if self.module is None:
-            return {"ok": False, "kind": "crash", "message": "no candidate loaded"}
-        ins, outs, in_views, out_views = [], [], [], []
-        for spec in msg["inputs"]:
-            data = np.frombuffer(spec["data"], dtype=dtypes.storage_type(spec["dtype"]))
-            t, v = self._tensor(guard.layout(data, spec["dtype"]), spec["dtype"], spec["shape"])
-            ins.append(t)
-            in_views.append(v)
-        for spec in msg["outputs"]:
-            shape = tuple(spec["shape"])
-            t, v = self._tensor(guard.poisoned(shape, spec["dtype"], msg["run"]), spec["dtype"], spec["shape"])
-            outs.append(t)
-            out_views.append(v)
-        if self.device != "cpu":
-            self.torch.cuda.synchronize()
-        start = time.perf_counter()
-        try:
-            with CandidateGuard(self.filename or ""):
-                self.module.launch(*in_views, *out_views, **self.params)
-            if self.device != "cpu":
-                self.torch.cuda.synchronize()
-        except BaseException as e:
-            return self.failure(e)
-        seconds = time.perf_counter() - start
-        return {
-            "ok": True,
-            "seconds": seconds,
-            "inputs": [self._bytes(t) for t in ins],
-            "outputs": [self._bytes(t) for t in outs],
-        }
+from fitness.sandbox.limits import set_memory_limit
+from fitness.sandbox.runner import Runner
 
 
 def _exit_with_parent() -> None:
@@ -224,7 +58,7 @@ def main() -> None:
         install()  # older interpreters under numpy >= 2.4: loops over runtime scalars
     _exit_with_parent()  # before the memory limit: the thread's stack counts against it
     if args.memory_mb and args.device == "cpu":
-        _set_memory_limit(args.memory_mb)
+        set_memory_limit(args.memory_mb)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     from fitness.latency.ops import LatencyOps
 

@@ -8,27 +8,33 @@ actors go wherever the cluster has a GPU (or a CPU).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from evo.app.run_store import pack, unpack
 from evo.contracts.candidate import Candidate
-from evo.contracts.mutator_config import SelectionConfig, build_selector
-from evo.contracts.records import Individual
+from evo.contracts.config import IslandsConfig
+from evo.contracts.history import pack, unpack
+from evo.contracts.mutator_config import AnyMutatorConfig, SelectionConfig, entry_names
+from evo.contracts.records import Individual, Proposal
 from islands.broker import BrokerSpec, EvaluationBroker
-from islands.evaluation import EvalRequest, EvalResult
+from islands.evaluation import Answer
 from islands.evaluator_actor import TaskSpec
-from islands.island import Island, IslandSettings, mutator_names
+from islands.island import Island
 from islands.report import GenerationReport
 from mutators.base import Mutator
+from mutators.factory import build_selector
 from mutators.selection import OperatorStats
 
-MutatorFactory = Callable[..., Mutator]  # (cfg, *, run_dir: Path, seed: int) -> Mutator
+
+class MutatorFactory(Protocol):
+    """`mutators.factory.build_mutator`, or a test's stand-in."""
+
+    def __call__(self, cfg: AnyMutatorConfig, *, run_dir: Path, seed: int) -> Mutator: ...
 
 
 def mutator_seed(campaign_seed: int, island: int, position: int) -> int:
@@ -38,9 +44,11 @@ def mutator_seed(campaign_seed: int, island: int, position: int) -> int:
 
 @dataclass(frozen=True)
 class IslandSpec:
-    settings: IslandSettings
+    index: int
+    islands: IslandsConfig
+    hardware: str  # the target GPU in words, for the mutators
     task: TaskSpec
-    mutators: tuple[Any, ...]  # evo.contracts.mutator_config.MutatorConfig entries
+    mutators: tuple[AnyMutatorConfig, ...]
     selection: SelectionConfig
     seed: int
     run_dir: str
@@ -53,8 +61,8 @@ class BrokerService:
     def __init__(self, broker: Any) -> None:
         self.broker = broker
 
-    def evaluate_many(self, requests: Sequence[EvalRequest]) -> list[EvalResult]:
-        return list(ray.get(self.broker.evaluate_many.remote(list(requests))))
+    def evaluate_many(self, proposals: Sequence[Proposal], level: str) -> list[Answer]:
+        return list(ray.get(self.broker.evaluate_many.remote(list(proposals), level)))
 
 
 class IslandActor:
@@ -66,13 +74,13 @@ class IslandActor:
         # one INFO line per trial would drown the campaign's own progress lines in `ray job logs`
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         task = spec.task.build()
-        i = spec.settings.index
+        i = spec.index
         mutators = [spec.mutator_factory(cfg, run_dir=Path(spec.run_dir), seed=mutator_seed(spec.seed, i, j))
                     for j, cfg in enumerate(spec.mutators)]
-        weights = dict(zip(mutator_names(mutators), (cfg.weight for cfg in spec.mutators)))
+        weights = dict(zip(entry_names(mutators), (cfg.weight for cfg in spec.mutators)))
         selector = build_selector(spec.selection, weights)
-        self.island = Island(spec.settings, task=task, mutators=mutators, selector=selector,
-                             service=BrokerService(broker), seed=spec.seed)
+        self.island = Island(i, spec.islands, task=task, mutators=mutators, selector=selector,
+                             service=BrokerService(broker), seed=spec.seed, hardware=spec.hardware)
         if state is not None:
             self.island.load_state(unpack(state))
 

@@ -1,12 +1,11 @@
 """The evaluation broker: one async Ray actor between the islands and the evaluator actors.
 
-It owns the shared cache (candidate id + task key + device + level), so a kernel found by two
-islands, or proposed again after a resume, is evaluated once; requests for an id already in flight
-wait for that evaluation instead of starting another. It hands work to idle evaluator actors (one
-per GPU on a cluster, `num_gpus=1`, so timings never share a GPU), replaces an evaluator actor that
-dies (and retries its candidate once on the replacement) or stops answering (a `timeout` verdict),
-and appends one history record per evaluation it ran. It runs on the driver's node, where the run
-directory is.
+Its `islands.evaluation.EvaluationLedger` (the shared cache and the history) makes a kernel found
+by two islands, or proposed again after a resume, evaluated once, even while the first evaluation
+is in flight. The broker hands work to idle evaluator actors (one per GPU on a cluster,
+`num_gpus=1`, so timings never share a GPU), replaces an evaluator actor that dies (and retries its
+candidate on the replacement) or stops answering (a `timeout` verdict). It runs on the driver's
+node, where the run directory is.
 """
 
 from __future__ import annotations
@@ -14,16 +13,18 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-from evo.app.run_store import MsgpackLog
+from evo.contracts.candidate import Candidate
+from evo.contracts.history import MsgpackLog
+from evo.contracts.records import Proposal
 from evo.contracts.verdict import Evaluation, Status
-from islands.evaluation import CacheKey, EvalCache, EvalRecord, EvalRequest, EvalResult, failed
+from islands.evaluation import Answer, EvaluationLedger, EvaluationStats, Run
 from islands.evaluator_actor import EvaluatorInfo, EvaluatorSpec, evaluator_actor_class
 
 
@@ -43,44 +44,22 @@ class BrokerSpec:
     start_timeout_s: float = 600.0
 
 
-@dataclass
-class BrokerStats:
-    fresh: dict[str, int] = field(default_factory=dict)  # level -> evaluations run (this run and earlier)
-    failures: dict[str, int] = field(default_factory=dict)  # status -> count among full evaluations run
-    cache_hits: int = 0
-    replaced: int = 0
-    busy_s: float = 0.0  # evaluator time spent in evaluations run by this broker
-    evaluators: list[EvaluatorInfo] = field(default_factory=list)
-
-    @property
-    def evaluations(self) -> int:
-        return sum(self.fresh.values())
-
-
 class EvaluationBroker:
     """See the module docstring. Created by `islands.actors.start_broker`; call `start()` first."""
 
     def __init__(self, spec: BrokerSpec) -> None:
         self.spec = spec
-        self.log = MsgpackLog(Path(spec.history_path))
-        self.log.repair()
-        self.stats = BrokerStats()
-        records = [EvalRecord.from_dict(r) for r in self.log.read() if r.get("kind") == "evaluation"]
-        self.cache = EvalCache(records)
-        for r in records:
-            self._count(r.evaluation)
-        self.device = ""
+        self.ledger = EvaluationLedger(spec.task_key, history=MsgpackLog(Path(spec.history_path)))
+        self.stats = self.ledger.stats
         self.idle: asyncio.Queue[tuple[Any, EvaluatorInfo]] = asyncio.Queue()
-        self.inflight: dict[CacheKey, asyncio.Future[Evaluation]] = {}
         self.events: list[dict[str, Any]] = []
         self._spawned = 0
         self.actors: dict[str, Any] = {}  # every live evaluator actor, idle or busy
         self._actor_cls = evaluator_actor_class()
 
-    def _count(self, ev: Evaluation) -> None:
-        self.stats.fresh[ev.level] = self.stats.fresh.get(ev.level, 0) + 1
-        if ev.level == "full" and not ev.ok:
-            self.stats.failures[ev.status.value] = self.stats.failures.get(ev.status.value, 0) + 1
+    @property
+    def device(self) -> str:
+        return self.ledger.device
 
     async def _spawn(self) -> tuple[Any, EvaluatorInfo]:
         name = f"evaluator-{self._spawned}"
@@ -101,7 +80,7 @@ class EvaluationBroker:
                               f"{self.spec.task_key}: the task files differ between nodes")
         if self.device and info.device != self.device:
             raise BrokerError(f"{name} evaluates on {info.device}, the others on {self.device}")
-        self.device = info.device
+        self.ledger.device = info.device
         return actor, info
 
     async def start(self) -> list[EvaluatorInfo]:
@@ -112,38 +91,14 @@ class EvaluationBroker:
             self.stats.evaluators.append(info)
         return [info for _, info in started]
 
-    async def evaluate_many(self, requests: Sequence[EvalRequest]) -> list[EvalResult]:
-        return list(await asyncio.gather(*(self.evaluate(r) for r in requests)))
+    async def evaluate_many(self, proposals: Sequence[Proposal], level: str) -> list[Answer]:
+        return list(await asyncio.gather(*(self.ledger.evaluate_async(p, level, self._run) for p in proposals)))
 
-    async def evaluate(self, request: EvalRequest) -> EvalResult:
-        key = CacheKey(request.candidate.id, self.spec.task_key, self.device, request.level)
-        hit = self.cache.get(key)
-        if hit is not None:
-            self.stats.cache_hits += 1
-            return EvalResult(hit, fresh=False)
-        if key in self.inflight:
-            self.stats.cache_hits += 1
-            return EvalResult(await asyncio.shield(self.inflight[key]), fresh=False)
-        future: asyncio.Future[Evaluation] = asyncio.get_running_loop().create_future()
-        self.inflight[key] = future
-        try:
-            evaluation, seconds, who = await self._run(request)
-            self.cache.put(evaluation, key)
-            self._count(evaluation)
-            self.stats.busy_s += seconds
-            self.log.append(EvalRecord(request.candidate, evaluation, request.origin, seconds, who,
-                                       time.time()).to_dict())
-            future.set_result(evaluation)
-            return EvalResult(evaluation, fresh=True, seconds=seconds)
-        except BaseException as e:
-            future.set_exception(e)
-            future.exception()  # retrieved here, so an unwaited future does not warn
-            raise
-        finally:
-            del self.inflight[key]
+    def _failed(self, c: Candidate, level: str, status: Status, reason: str) -> Evaluation:
+        """The verdict for a candidate whose evaluation never came back (actor died or hung)."""
+        return Evaluation(c.id, self.spec.task_key, self.device, status, reason=reason, level=level)
 
-    async def _run(self, request: EvalRequest) -> tuple[Evaluation, float, str]:
-        c, level = request.candidate, request.level
+    async def _run(self, c: Candidate, level: str) -> Run:
         # an actor found dead may have died before this request (a lost node): try every evaluator
         attempts = self.spec.count + 1
         for attempt in range(1, attempts + 1):
@@ -156,7 +111,7 @@ class EvaluationBroker:
                 await self._replace(info, f"no answer within {self.spec.actor_timeout_s:.0f} s on {c.id}")
                 reason = (f"the evaluator did not answer within {self.spec.actor_timeout_s:.0f} s; "
                           "it was killed and replaced")
-                return (failed(c, self.spec.task_key, self.device, level, Status.TIMEOUT, reason),
+                return (self._failed(c, level, Status.TIMEOUT, reason),
                         time.monotonic() - start, info.name)
             except RayActorError:
                 await self._replace(info, f"died while evaluating {c.id} (attempt {attempt})")
@@ -164,11 +119,11 @@ class EvaluationBroker:
             except RayTaskError as e:  # the evaluator raised: a bug, not the candidate's verdict
                 self.idle.put_nowait((actor, info))
                 reason = f"the evaluator raised {str(e).strip().splitlines()[-1]}"
-                return failed(c, self.spec.task_key, self.device, level, Status.CRASH, reason), 0.0, info.name
+                return self._failed(c, level, Status.CRASH, reason), 0.0, info.name
             self.idle.put_nowait((actor, info))
             return evaluation, seconds, info.name
         reason = f"evaluator actors died {attempts} times in a row on this candidate (each was replaced)"
-        return failed(c, self.spec.task_key, self.device, level, Status.CRASH, reason), 0.0, ""
+        return self._failed(c, level, Status.CRASH, reason), 0.0, ""
 
     async def _replace(self, dead: EvaluatorInfo, why: str) -> None:
         self.actors.pop(dead.name, None)
@@ -180,7 +135,7 @@ class EvaluationBroker:
                             "replacement": info.name, "time": time.time()})
         self.idle.put_nowait((actor, info))
 
-    async def get_stats(self) -> BrokerStats:
+    async def get_stats(self) -> EvaluationStats:
         return self.stats
 
     async def drain_events(self) -> list[dict[str, Any]]:

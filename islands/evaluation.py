@@ -1,143 +1,160 @@
-"""Evaluation as a service for islands: requests, results, history records and the shared cache.
+"""Evaluation as a service for islands, and the one component that evaluates each candidate once.
 
-An island never evaluates anything itself: it hands `EvalRequest`s to an `EvaluationService` (a
-local one here for tests and single-process use; the Ray broker in `islands.broker` on a cluster).
-Every service keeps one cache keyed by candidate id + task key + device + level, so an id is
-evaluated once whichever island, mutator or generation asks for it, and writes one history record
-per evaluation it actually ran (`fresh`), never one per request.
+An island never evaluates anything itself: it hands proposals to an `EvaluationService` (the local
+one here, for tests and single-process use; the Ray broker in `islands.broker` on a cluster). Both
+go through an `EvaluationLedger`, which answers "have we evaluated this candidate at this level? if
+not, evaluate it, record it and return it": the cache (candidate id + task key + device + level,
+filled from the history on resume), requests for an id already in flight waiting for that
+evaluation, one history record per evaluation actually run (never one per request), and the counts.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
 
 from evo.contracts.candidate import Candidate
-from evo.contracts.records import Origin
-from evo.contracts.verdict import Evaluation, Status
+from evo.contracts.history import MsgpackLog
+from evo.contracts.records import Individual, Proposal
+from evo.contracts.verdict import Evaluation
+from islands.evaluator_actor import EvaluatorInfo
+from mutators.base import EvaluateFn
 
 FULL = "full"
 QUICK = "quick"
 
-
-@dataclass(frozen=True)
-class EvalRequest:
-    candidate: Candidate
-    level: str
-    origin: Origin
+Run = tuple[Evaluation, float, str]  # the verdict, evaluator seconds, the evaluator's name
 
 
-@dataclass(frozen=True)
-class EvalResult:
-    evaluation: Evaluation
-    fresh: bool  # False: answered from the cache (or by another request for the same id in flight)
-    seconds: float = 0.0  # evaluation time, 0 for cache hits
-
-
-@dataclass(frozen=True)
-class CacheKey:
-    candidate_id: str
-    task_key: str
-    device: str
-    level: str
-
-
-def cache_key(evaluation: Evaluation) -> CacheKey:
-    return CacheKey(evaluation.candidate_id, evaluation.task_key, evaluation.device, evaluation.level)
-
-
-@dataclass(frozen=True)
-class EvalRecord:
-    """One line of the evaluation history: an evaluation that ran, with the candidate's lineage."""
-
-    candidate: Candidate
-    evaluation: Evaluation
-    origin: Origin
-    seconds: float
-    evaluator: str
-    time: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "evaluation",
-            "candidate": self.candidate.to_dict(),
-            "evaluation": self.evaluation.to_dict(),
-            "origin": self.origin.to_dict(),
-            "seconds": self.seconds,
-            "evaluator": self.evaluator,
-            "time": self.time,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> EvalRecord:
-        return cls(
-            Candidate.from_dict(d["candidate"]), Evaluation.from_dict(d["evaluation"]),
-            Origin.from_dict(d["origin"]), float(d["seconds"]), str(d["evaluator"]), float(d["time"]),
-        )
+class Answer(NamedTuple):
+    individual: Individual
+    fresh: bool  # False: from the cache (or from another request for the same id in flight)
 
 
 class EvaluationService(Protocol):
-    """Evaluates batches of requests (in parallel where it can), in request order."""
+    """Evaluates batches of proposals (in parallel where it can), in order."""
 
-    def evaluate_many(self, requests: Sequence[EvalRequest]) -> list[EvalResult]: ...
-
-
-class EvalCache:
-    """Evaluations by `CacheKey`; filled from the history on resume."""
-
-    def __init__(self, records: Iterable[EvalRecord] = ()) -> None:
-        self._store: dict[CacheKey, Evaluation] = {}
-        for r in records:
-            self.put(r.evaluation)
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-    def get(self, key: CacheKey) -> Evaluation | None:
-        return self._store.get(key)
-
-    def put(self, evaluation: Evaluation, key: CacheKey | None = None) -> None:
-        self._store[key or cache_key(evaluation)] = evaluation
+    def evaluate_many(self, proposals: Sequence[Proposal], level: str) -> list[Answer]: ...
 
 
-def failed(candidate: Candidate, task_key: str, device: str, level: str, status: Status, reason: str) -> Evaluation:
-    """The verdict for a candidate whose evaluation never came back (actor died or hung)."""
-    return Evaluation(candidate.id, task_key, device, status, reason=reason, level=level)
+@dataclass
+class EvaluationStats:
+    fresh: dict[str, int] = field(default_factory=dict)  # level -> evaluations run (this run and earlier)
+    failures: dict[str, int] = field(default_factory=dict)  # status -> count among full evaluations run
+    cache_hits: int = 0
+    busy_s: float = 0.0  # evaluator time spent in evaluations run in this session
+    replaced: int = 0  # evaluators replaced (the broker's)
+    evaluators: list[EvaluatorInfo] = field(default_factory=list)  # where each live evaluator runs (the broker's)
+
+    @property
+    def evaluations(self) -> int:
+        return sum(self.fresh.values())
+
+    def count(self, evaluation: Evaluation) -> None:
+        self.fresh[evaluation.level] = self.fresh.get(evaluation.level, 0) + 1
+        if evaluation.level == FULL and not evaluation.ok:
+            self.failures[evaluation.status.value] = self.failures.get(evaluation.status.value, 0) + 1
 
 
-EvaluateFn = Callable[[Candidate, str], Evaluation]
+CacheKey = tuple[str, str, str, str]  # candidate id, task key, device, level
+
+
+class EvaluationLedger:
+    """See the module docstring. `history`: the run's log, read back on creation (resume)."""
+
+    def __init__(self, task_key: str, *, device: str = "", history: MsgpackLog | None = None) -> None:
+        self.task_key = task_key
+        self.device = device
+        self.history = history
+        self.stats = EvaluationStats()
+        self._cache: dict[CacheKey, Individual] = {}
+        self._inflight: dict[CacheKey, asyncio.Future[Individual]] = {}
+        if history is not None:
+            history.repair()
+            for record in history.read():
+                if record.get("kind") == "evaluation":
+                    ind = Individual.from_dict(record)
+                    self._cache[self._key_of(ind)] = ind
+                    self.stats.count(ind.evaluation)
+
+    @staticmethod
+    def _key_of(ind: Individual) -> CacheKey:
+        e = ind.evaluation
+        return ind.id, e.task_key, e.device, e.level
+
+    def key(self, candidate: Candidate, level: str) -> CacheKey:
+        return candidate.id, self.task_key, self.device, level
+
+    def lookup(self, candidate: Candidate, level: str) -> Individual | None:
+        return self._cache.get(self.key(candidate, level))
+
+    def record(self, proposal: Proposal, run: Run) -> Individual:
+        """Keep a verdict that was just computed: cache, history, counts."""
+        evaluation, seconds, evaluator = run
+        ind = Individual(proposal, evaluation, seconds=seconds, evaluator=evaluator, time=time.time())
+        self._cache[self._key_of(ind)] = ind
+        self.stats.count(evaluation)
+        self.stats.busy_s += seconds
+        if self.history is not None:
+            self.history.append({"kind": "evaluation", **ind.to_dict()})
+        return ind
+
+    def _hit(self, proposal: Proposal, level: str) -> Answer | None:
+        assert proposal.candidate is not None, "a proposal without a candidate is never evaluated"
+        hit = self.lookup(proposal.candidate, level)
+        if hit is None:
+            return None
+        self.stats.cache_hits += 1
+        return Answer(hit, False)
+
+    def evaluate(self, proposal: Proposal, level: str, run: Callable[[Candidate, str], Run]) -> Answer:
+        """The individual of `proposal` at `level`, evaluated with `run` unless known already."""
+        hit = self._hit(proposal, level)
+        if hit is not None:
+            return hit
+        assert proposal.candidate is not None
+        return Answer(self.record(proposal, run(proposal.candidate, level)), True)
+
+    async def evaluate_async(self, proposal: Proposal, level: str,
+                             run: Callable[[Candidate, str], Awaitable[Run]]) -> Answer:
+        """As `evaluate`, for an event loop: concurrent requests for one id share one evaluation."""
+        hit = self._hit(proposal, level)
+        if hit is not None:
+            return hit
+        assert proposal.candidate is not None
+        key = self.key(proposal.candidate, level)
+        if key in self._inflight:
+            self.stats.cache_hits += 1
+            return Answer(await asyncio.shield(self._inflight[key]), False)
+        future: asyncio.Future[Individual] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            ind = self.record(proposal, await run(proposal.candidate, level))
+            future.set_result(ind)
+            return Answer(ind, True)
+        except BaseException as e:
+            future.set_exception(e)
+            future.exception()  # retrieved here, so an unwaited future does not warn
+            raise
+        finally:
+            del self._inflight[key]
 
 
 class LocalEvaluationService:
-    """Evaluates in this process, one request after another (tests, single-process use)."""
+    """Evaluates in this process, one proposal after another (tests, single-process use)."""
 
-    def __init__(
-        self, evaluate: EvaluateFn, *, task_key: str, device: str, cache: EvalCache | None = None,
-        history: Callable[[EvalRecord], None] | None = None, name: str = "local",
-    ) -> None:
+    def __init__(self, evaluate: EvaluateFn, ledger: EvaluationLedger, *, name: str = "local") -> None:
         self._evaluate = evaluate
-        self.task_key = task_key
-        self.device = device
-        self.cache = cache if cache is not None else EvalCache()
-        self.history = history
+        self.ledger = ledger
         self.name = name
-        self.fresh = 0
 
-    def evaluate_many(self, requests: Sequence[EvalRequest]) -> list[EvalResult]:
-        return [self.evaluate_one(r) for r in requests]
-
-    def evaluate_one(self, request: EvalRequest) -> EvalResult:
-        key = CacheKey(request.candidate.id, self.task_key, self.device, request.level)
-        hit = self.cache.get(key)
-        if hit is not None:
-            return EvalResult(hit, fresh=False)
+    def _run(self, candidate: Candidate, level: str) -> Run:
         start = time.monotonic()
-        evaluation = self._evaluate(request.candidate, request.level)
-        seconds = time.monotonic() - start
-        self.cache.put(evaluation, key)
-        self.fresh += 1
-        if self.history is not None:
-            self.history(EvalRecord(request.candidate, evaluation, request.origin, seconds, self.name, time.time()))
-        return EvalResult(evaluation, fresh=True, seconds=seconds)
+        evaluation = self._evaluate(candidate, level)
+        return evaluation, time.monotonic() - start, self.name
+
+    def evaluate_many(self, proposals: Sequence[Proposal], level: str) -> list[Answer]:
+        return [self.ledger.evaluate(p, level, self._run) for p in proposals]

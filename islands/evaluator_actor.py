@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from evo.contracts.candidate import Candidate
-from evo.contracts.config import TaskConfig
+from evo.contracts.config import EvaluationConfig, TaskConfig
 from evo.contracts.task import Task
 from evo.contracts.verdict import Evaluation
-from fitness.evaluate import EvalSettings, Evaluator, detect_device
+from fitness.evaluate import Evaluator, detect_device
 
 
 class EvaluatorLike(Protocol):
@@ -36,10 +36,19 @@ class EvaluatorLike(Protocol):
     def close(self) -> None: ...
 
 
-EvaluatorFactory = Callable[[Task, EvalSettings, str], EvaluatorLike]
+EvaluatorFactory = Callable[[Task, EvaluationConfig, str], EvaluatorLike]
 
 
-def default_evaluator_factory(task: Task, settings: EvalSettings, device: str) -> EvaluatorLike:
+def cuda_device_name() -> str:
+    try:
+        import torch
+
+        return str(torch.cuda.get_device_name(0))
+    except Exception:
+        return ""
+
+
+def default_evaluator_factory(task: Task, settings: EvaluationConfig, device: str) -> EvaluatorLike:
     return Evaluator(task, settings, device=device)
 
 
@@ -60,8 +69,7 @@ class TaskSpec:
 @dataclass(frozen=True)
 class EvaluatorSpec:
     task: TaskSpec
-    settings: EvalSettings
-    device: str  # "auto" | "cpu" | "cuda"
+    settings: EvaluationConfig
     factory: EvaluatorFactory = default_evaluator_factory
 
 
@@ -74,6 +82,7 @@ class EvaluatorInfo:
     cuda_visible_devices: str | None
     gpu_ids: tuple[str, ...]
     task_key: str
+    gpu_name: str = ""  # the CUDA device's name ("" without one)
 
 
 class EvaluatorActor:
@@ -82,7 +91,7 @@ class EvaluatorActor:
     def __init__(self, spec: EvaluatorSpec, name: str) -> None:
         self.name = name
         self.task = spec.task.build()
-        device = detect_device() if spec.device == "auto" else spec.device
+        device = detect_device() if spec.settings.device == "auto" else spec.settings.device
         self.evaluator = spec.factory(self.task, spec.settings, device)
 
     def info(self) -> EvaluatorInfo:
@@ -92,6 +101,7 @@ class EvaluatorActor:
         return EvaluatorInfo(
             self.name, os.getpid(), ctx.get_node_id(), self.evaluator.device,
             os.environ.get("CUDA_VISIBLE_DEVICES"), tuple(str(g) for g in ray.get_gpu_ids()), self.task.key,
+            cuda_device_name() if self.evaluator.device == "cuda" else "",
         )
 
     def evaluate(self, candidate: Candidate, level: str) -> tuple[Evaluation, float]:

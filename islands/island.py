@@ -21,36 +21,27 @@ import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from deap import tools
 
 from evo.contracts.candidate import Candidate
-from evo.contracts.records import Individual, Origin, Tier, same_id
+from evo.contracts.config import IslandsConfig
+from evo.contracts.mutator_config import entry_names
+from evo.contracts.records import Individual, Proposal, Tier, same_id
 from evo.contracts.task import Task
 from evo.contracts.verdict import Evaluation
 from islands.checkpoint import island_state, load_island_state
-from islands.evaluation import FULL, EvalRequest, EvalResult, EvaluationService
-from islands.report import FailedProposal, GenerationReport, Tally
-from mutators.base import EvaluateFn, MutationContext, Mutator, Proposal
+from islands.evaluation import FULL, EvaluationService
+from islands.report import GenerationReport, Tally
+from mutators.base import EvaluateFn, MutationContext, Mutator
 from mutators.selection import Outcome, Selector
 
 
 class IslandError(RuntimeError):
     """The island cannot go on (no correct candidate to breed from)."""
-
-
-@dataclass(frozen=True)
-class IslandSettings:
-    index: int
-    population: int
-    offspring: int
-    tournament_size: int
-    hall_of_fame: int = 5
-    recent_failures: int = 8  # failures shown to mutators (the LLM's "what went wrong")
-    hardware: str = ""
 
 
 @contextmanager
@@ -65,18 +56,6 @@ def _as_global_random(rng: random.Random) -> Iterator[None]:
         random.setstate(saved)
 
 
-def mutator_names(mutators: Sequence[Mutator]) -> list[str]:
-    """Names for reports, lineage and selection: the mutator's `name` (else its kind), numbered
-    when it repeats."""
-    names: list[str] = []
-    seen: dict[str, int] = {}
-    for m in mutators:
-        base = getattr(m, "name", "") or m.kind
-        seen[base] = seen.get(base, 0) + 1
-        names.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
-    return names
-
-
 def _latency(ind: Individual) -> float:
     return float(ind.latency_ms) if ind.latency_ms is not None else float("inf")
 
@@ -85,42 +64,43 @@ class Island:
     """A population evolving by tournament selection, mutation and (mu + lambda) replacement."""
 
     def __init__(
-        self, settings: IslandSettings, *, task: Task, mutators: Sequence[Mutator], selector: Selector,
-        service: EvaluationService, seed: int,
+        self, index: int, cfg: IslandsConfig, *, task: Task, mutators: Sequence[Mutator], selector: Selector,
+        service: EvaluationService, seed: int, hardware: str = "",
     ) -> None:
+        """`hardware` describes the target GPU to the mutators (the LLM's prompt)."""
         if not mutators:
             raise IslandError("an island needs at least one mutator")
-        self.settings = settings
+        self.index = index
+        self.cfg = cfg
+        self.hardware = hardware
         self.task = task
         self.mutators = list(mutators)
-        self.names = mutator_names(self.mutators)
+        self.names = entry_names(self.mutators)
         self.by_name = dict(zip(self.names, self.mutators))
         self.selector = selector
         self.service = service
-        self.rng = random.Random(f"evo-island:{seed}:{settings.index}")
+        self.rng = random.Random(f"evo-island:{seed}:{index}")
         self.generation = 0
         self.population: list[Individual] = []
         self.seed: Individual | None = None
-        self.hof = tools.HallOfFame(settings.hall_of_fame, similar=same_id)
+        self.hof = tools.HallOfFame(cfg.hall_of_fame, similar=same_id)
         self.logbook = tools.Logbook()
         self.stats = tools.Statistics(key=_latency)
         for name, fn in (("min", np.min), ("median", np.median), ("max", np.max)):
             self.stats.register(name, lambda xs, fn=fn: float(fn(xs)))  # plain floats: checkpoints are msgpack
-        self.recent_failures: deque[tuple[Proposal, Evaluation]] = deque(maxlen=settings.recent_failures)
+        self.recent_failures: deque[Individual] = deque(maxlen=cfg.recent_failures)
 
     # -- generations ---------------------------------------------------------------------------
 
     def initialize(self, seed: Candidate) -> GenerationReport:
         """Generation 0: the seed and, if it passes, up to `population - 1` distinct draws from its SPACE."""
         tally = Tally()
-        origin = Origin(mutator="seed", island=self.settings.index, generation=0)
-        [first] = self._evaluate([EvalRequest(seed, FULL, origin)], tally)
-        self.seed = Individual(seed, first.evaluation, origin)
+        [first] = self._evaluate([self._stamp(Proposal(seed, "seed"))], FULL, tally)
+        self.seed = first
         if not self.seed.evaluation.ok:
             return self._finish(tally)  # nothing to breed from; the report says why
-        draws = self._space_draws(seed, self.settings.population - 1)
-        results = self._evaluate([EvalRequest(c, FULL, origin) for c in draws], tally)
-        evaluated = [self.seed] + [Individual(c, r.evaluation, origin) for c, r in zip(draws, results)]
+        draws = self._space_draws(seed, self.cfg.population - 1)
+        evaluated = [self.seed, *self._evaluate([self._stamp(Proposal(c, "seed")) for c in draws], FULL, tally)]
         self.population = self._survivors([i for i in evaluated if i.evaluation.ok])
         tally.accepted = len(self.population)
         return self._finish(tally)
@@ -128,63 +108,63 @@ class Island:
     def step(self) -> GenerationReport:
         """One generation; see the module docstring."""
         if not self.population:
-            raise IslandError(f"island {self.settings.index} has no correct candidate to breed from")
+            raise IslandError(f"island {self.index} has no correct candidate to breed from")
         self.generation += 1
         tally = Tally()
         with _as_global_random(self.rng):
-            parents = tools.selTournament(self.population, self.settings.offspring, self.settings.tournament_size)
+            parents = tools.selTournament(self.population, self.cfg.offspring, self.cfg.tournament_size)
         pulls: list[tuple[str, Individual, list[Proposal]]] = []
         for parent in parents:
-            available = [n for n in self.names if not self._exhausted(n)]
+            available = [n for n in self.names if not self.by_name[n].exhausted()]
             if not available:
                 break  # every mutator is spent (e.g. an LLM budget): the population stands
             name = self.selector.choose(self.rng, available)
             pulls.append((name, parent, self._propose(name, parent, tally)))
         # one full evaluation per new candidate id, all of them as one batch
         members = {i.id: i for i in self.population}
-        first: dict[str, tuple[str, Individual, Proposal]] = {}
-        for name, parent, proposals in pulls:
+        first: dict[str, Proposal] = {}
+        for _, _, proposals in pulls:
             for p in proposals:
                 if p.candidate is not None and p.candidate.id not in members:
-                    first.setdefault(p.candidate.id, (name, parent, p))
-        requests = [EvalRequest(p.candidate, FULL, self._origin(name, parent, p))
-                    for name, parent, p in first.values() if p.candidate is not None]
-        verdicts = {r.candidate.id: res.evaluation for r, res in zip(requests, self._evaluate(requests, tally))}
+                    first.setdefault(p.candidate.id, p)
+        children = self._evaluate(list(first.values()), FULL, tally)
+        verdicts = {c.id: c.evaluation for c in children}
         for name, parent, proposals in pulls:
             self.selector.record(name, [self._settle(name, parent, p, members, verdicts, first, tally)
                                         for p in proposals])
-        children = [Individual(r.candidate, verdicts[r.candidate.id], r.origin) for r in requests]
         self.population = self._survivors(self.population + [c for c in children if c.evaluation.ok])
         tally.accepted = sum(1 for i in self.population if i.id not in members)
         return self._finish(tally)
 
-    def _exhausted(self, name: str) -> bool:
-        exhausted = getattr(self.by_name[name], "exhausted", None)
-        return bool(exhausted()) if callable(exhausted) else False
-
     def _propose(self, name: str, parent: Individual, tally: Tally) -> list[Proposal]:
         ctx = MutationContext(
             task=self.task, rng=self.rng, evaluate=self._inner_evaluate(name, parent, tally),
-            elites=[i.scored for i in self.hof], recent_failures=list(self.recent_failures),
-            seed=self.seed.scored if self.seed else None, hardware=self.settings.hardware,
+            elites=list(self.hof), recent_failures=list(self.recent_failures), seed=self.seed,
+            hardware=self.hardware,
         )
         start = time.monotonic()
         try:
-            proposals = list(self.by_name[name].propose(parent.scored, ctx))
+            proposals = list(self.by_name[name].propose(parent, ctx))
         except Exception as e:  # a mutator's bug is reported like any failed proposal, never fatal
             proposals = [Proposal(None, name, (parent.id,), error=f"{type(e).__name__}: {e}",
                                   cost_s=time.monotonic() - start)]
         tally.proposals += len(proposals)
         tally.llm_usd += sum(p.cost_usd for p in proposals)
-        return proposals
+        return [self._stamp(replace(p, mutator=name), parent) for p in proposals]
+
+    def _stamp(self, p: Proposal, parent: Individual | None = None) -> Proposal:
+        """`p` with this island, this generation and (when it names none) its parent. Proposals carry
+        the island's name of their mutator (numbered when a kind repeats)."""
+        parents = p.parents or ((parent.id,) if parent is not None else ())
+        return replace(p, parents=parents, island=self.index, generation=self.generation)
 
     def _settle(
         self, name: str, parent: Individual, p: Proposal, members: dict[str, Individual],
-        verdicts: dict[str, Evaluation], first: dict[str, tuple[str, Individual, Proposal]], tally: Tally,
+        verdicts: dict[str, Evaluation], first: dict[str, Proposal], tally: Tally,
     ) -> Outcome:
         """Feed one proposal's verdict back to its mutator; its outcome for the selector."""
         if p.candidate is None:
-            tally.failed_proposals.append(FailedProposal(name, p.parents or (parent.id,), p.error))
+            tally.failed_proposals.append(p)
             return Outcome.of(p, None, parent.latency_ms)
         cid = p.candidate.id
         evaluation = members[cid].evaluation if cid in members else verdicts[cid]
@@ -192,38 +172,37 @@ class Island:
             self.by_name[name].observe(p, evaluation)
         except Exception:
             pass  # observing is feedback: a mutator's bug must not lose the verdict
-        duplicate = cid in members or first[cid][2] is not p
-        if duplicate:
+        if cid in members or first[cid] is not p:
             tally.duplicates += 1
             return Outcome(True, evaluation.ok, parent.latency_ms, None, p.cost_s, p.cost_usd)
         if not evaluation.ok:
-            self.recent_failures.append((p, evaluation))
+            self.recent_failures.append(Individual(p, evaluation))
         return Outcome.of(p, evaluation, parent.latency_ms)
-
-    def _origin(self, name: str, parent: Individual, p: Proposal) -> Origin:
-        return Origin(p.parents or (parent.id,), name, self.settings.index, self.generation, p.note)
 
     def _inner_evaluate(self, name: str, parent: Individual, tally: Tally) -> EvaluateFn:
         def evaluate(candidate: Candidate, level: str) -> Evaluation:
-            origin = Origin((parent.id,), name, self.settings.index, self.generation, "inner")
-            result = self.service.evaluate_many([EvalRequest(candidate, level, origin)])[0]
-            tally.inner += int(result.fresh)
-            tally.hits += int(not result.fresh)
-            return result.evaluation
+            proposal = self._stamp(Proposal(candidate, name, note="inner"), parent)
+            [answer] = self.service.evaluate_many([proposal], level)
+            tally.inner += int(answer.fresh)
+            tally.hits += int(not answer.fresh)
+            return answer.individual.evaluation
 
         return evaluate
 
-    def _evaluate(self, requests: list[EvalRequest], tally: Tally) -> list[EvalResult]:
-        results = self.service.evaluate_many(requests) if requests else []
-        for r in results:
-            if r.fresh:
+    def _evaluate(self, proposals: list[Proposal], level: str, tally: Tally) -> list[Individual]:
+        answers = self.service.evaluate_many(proposals, level) if proposals else []
+        for a in answers:
+            if a.fresh:
                 tally.evaluations += 1
-                if not r.evaluation.ok:
-                    status = r.evaluation.status.value
+                if not a.individual.evaluation.ok:
+                    status = a.individual.evaluation.status.value
                     tally.failures[status] = tally.failures.get(status, 0) + 1
             else:
                 tally.hits += 1
-        return results
+        # the population holds this island's proposals: lineage as proposed here, the verdict as recorded
+        return [Individual(p, a.individual.evaluation, seconds=a.individual.seconds,
+                           evaluator=a.individual.evaluator, time=a.individual.time)
+                for p, a in zip(proposals, answers)]
 
     def _space_draws(self, seed: Candidate, n: int) -> list[Candidate]:
         try:
@@ -243,7 +222,7 @@ class Island:
         unique: dict[str, Individual] = {}
         for ind in pool:
             unique.setdefault(ind.id, ind)  # incumbents first: on equal fitness they stay
-        return list(tools.selBest(list(unique.values()), self.settings.population))
+        return list(tools.selBest(list(unique.values()), self.cfg.population))
 
     def _finish(self, tally: Tally) -> GenerationReport:
         self.hof.update(self.population)
@@ -254,7 +233,7 @@ class Island:
         best = self.best()
         seed = self.seed
         return GenerationReport(
-            island=self.settings.index, generation=self.generation, evaluations=tally.evaluations,
+            island=self.index, generation=self.generation, evaluations=tally.evaluations,
             inner_evaluations=tally.inner, cache_hits=tally.hits, proposals=tally.proposals,
             duplicates=tally.duplicates, accepted=tally.accepted, failures=dict(tally.failures),
             failed_proposals=tuple(tally.failed_proposals), population=len(self.population),

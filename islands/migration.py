@@ -15,16 +15,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Hashable, Sequence
-from enum import Enum
 from typing import TypeVar
 
+from evo.contracts.config import Topology
+
 T = TypeVar("T")
-
-
-class Topology(str, Enum):
-    RING = "ring"
-    RANDOM = "random"
-    FULL = "full"
 
 
 def targets(topology: Topology | str, n: int, rng: random.Random) -> list[list[int]]:

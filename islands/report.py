@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evo.contracts.records import speedup
-
-
-@dataclass(frozen=True)
-class FailedProposal:
-    mutator: str
-    parents: tuple[str, ...]
-    error: str
+from evo.contracts.records import Proposal, speedup
 
 
 @dataclass(frozen=True)
@@ -27,7 +20,7 @@ class GenerationReport:
     duplicates: int
     accepted: int  # children that entered the population
     failures: dict[str, int]  # status -> count, among the evaluations run
-    failed_proposals: tuple[FailedProposal, ...]
+    failed_proposals: tuple[Proposal, ...]  # proposals with no candidate (error says why)
     population: int
     best_id: str | None
     best_latency_ms: float | None
@@ -52,4 +45,4 @@ class Tally:
     accepted: int = 0
     llm_usd: float = 0.0
     failures: dict[str, int] = field(default_factory=dict)
-    failed_proposals: list[FailedProposal] = field(default_factory=list)
+    failed_proposals: list[Proposal] = field(default_factory=list)

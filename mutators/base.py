@@ -16,42 +16,13 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from evo.contracts.candidate import Candidate
+from evo.contracts.records import Individual, Proposal
 from evo.contracts.task import Task
 from evo.contracts.verdict import Evaluation
-
-
-@dataclass(frozen=True)
-class Scored:
-    """A candidate with its (full) evaluation."""
-
-    candidate: Candidate
-    evaluation: Evaluation
-
-    @property
-    def latency_ms(self) -> float:
-        e = self.evaluation
-        return e.latency_ms if e.ok and e.latency_ms is not None else float("inf")
-
-
-@dataclass(frozen=True)
-class Proposal:
-    """A child proposed by a mutator. `candidate` is None when the proposal failed before
-    evaluation (an LLM reply that cannot be applied); `error` then says why."""
-
-    candidate: Candidate | None
-    mutator: str
-    parents: tuple[str, ...]
-    note: str = ""
-    error: str = ""
-    cost_s: float = 0.0  # seconds the mutator spent (inner evaluations included)
-    cost_usd: float = 0.0  # dollars spent (LLM)
-    inner_evaluations: int = 0  # evaluations done inside propose (chain steps, ...)
-    meta: dict[str, Any] = field(default_factory=dict)  # mutator-private bookkeeping (trial number...)
-
 
 EvaluateFn = Callable[[Candidate, str], Evaluation]  # (candidate, level "quick" | "full")
 
@@ -63,14 +34,14 @@ class MutationContext:
     task: Task
     rng: random.Random
     evaluate: EvaluateFn
-    elites: Sequence[Scored] = ()
-    recent_failures: Sequence[tuple[Proposal, Evaluation]] = ()
-    seed: Scored | None = None
-    hardware: str = ""
+    elites: Sequence[Individual] = ()
+    recent_failures: Sequence[Individual] = ()  # children that failed their full check, oldest first
+    seed: Individual | None = None
+    hardware: str = ""  # the target GPU, in words
 
 
 class Mutator(ABC):
-    """One mutator kind. Subclasses are configured by keyword-only arguments.
+    """One mutator kind. Each kind is constructed from its config entry (`mutators.factory`).
 
     `kind` is the config's kind (llm, stoke, optuna); `name` labels proposals and reports (the
     kind unless the config names the entry, so two LLM entries can be told apart).
@@ -80,7 +51,7 @@ class Mutator(ABC):
     name: str = "base"
 
     @abstractmethod
-    def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
+    def propose(self, parent: Individual, ctx: MutationContext) -> list[Proposal]:
         """Children of `parent` (possibly empty). Must not modify `parent`."""
 
     def observe(self, proposal: Proposal, evaluation: Evaluation) -> None:  # noqa: B027

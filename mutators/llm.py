@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from evo.contracts.candidate import Candidate, CandidateError
+from evo.contracts.mutator_config import LLMConfig
+from evo.contracts.records import Individual, Proposal
 from evo.contracts.verdict import Evaluation
-from mutators.base import MutationContext, Mutator, Proposal, Scored
-from mutators.llm_client import BudgetSpent, Completion, LLMClient, LLMError, Prices
+from mutators.base import MutationContext, Mutator
+from mutators.llm_client import BudgetSpent, Completion, LLMClient, LLMError
 from mutators.llm_parse import ReplyError, apply_reply
-from mutators.llm_prompt import PromptLimits, build_messages, failure_text, source_with_params
+from mutators.llm_prompt import build_messages, failure_text, source_with_params
 
 __all__ = ["LLMMutator"]
 
@@ -30,45 +32,30 @@ class LLMMutator(Mutator):
 
     kind = "llm"
 
-    def __init__(self, *, client: LLMClient, samples_per_proposal: int = 1, limits: PromptLimits | None = None,
-                 name: str | None = None) -> None:
-        if samples_per_proposal < 1:
-            raise ValueError("llm: samples_per_proposal must be >= 1")
-        self.client = client
-        self.samples = samples_per_proposal
-        self.limits = limits = limits or PromptLimits()
-        self.name = name or self.kind
-        self._failures: deque[str] = deque(maxlen=max(limits.failures, 1))
+    def __init__(self, cfg: LLMConfig, *, run_dir: Path) -> None:
+        """`run_dir` holds the record file unless the config names one (`record_path`)."""
+        record = Path(cfg.record_path) if cfg.record_path else run_dir / "llm_record.jsonl"
+        self.client = LLMClient(cfg, record_path=record if cfg.mode != "live" else None)
+        self.cfg = cfg
+        self.samples = cfg.samples_per_proposal
+        self.name = cfg.name or self.kind
+        self._failures: deque[str] = deque(maxlen=max(cfg.max_failures_in_prompt, 1))
         self.counts = {"proposals": 0, "unusable_replies": 0, "request_errors": 0, "observed_ok": 0,
                        "observed_failed": 0}
-
-    @classmethod
-    def from_config(cls, cfg: Any, *, run_dir: Path) -> LLMMutator:
-        """Built from an `LLMConfig` (see `evo.contracts.mutator_config`)."""
-        record = Path(cfg.record_path) if cfg.record_path else run_dir / "llm_record.jsonl"
-        client = LLMClient(
-            model=cfg.model, base_url=cfg.base_url, api_key_env=cfg.api_key_env, temperature=cfg.temperature,
-            max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s, retries=cfg.retries, backoff_s=cfg.backoff_s,
-            max_concurrent=cfg.max_concurrent, prices=Prices(cfg.price_in_per_mtok, cfg.price_out_per_mtok),
-            budget_usd=cfg.budget_usd, mode=cfg.mode, record_path=record if cfg.mode != "live" else None,
-            replay_match=cfg.replay_match,
-        )
-        limits = PromptLimits(failures=cfg.max_failures_in_prompt, inspirations=cfg.max_inspirations)
-        return cls(client=client, samples_per_proposal=cfg.samples_per_proposal, limits=limits, name=cfg.name)
 
     def exhausted(self) -> bool:
         return self.client.budget_spent
 
     def _failure_lines(self, ctx: MutationContext) -> list[str]:
-        lines = [failure_text(p.candidate, e, p.error, self.limits) for p, e in ctx.recent_failures]
+        lines = [failure_text(f.candidate, f.evaluation, "", self.cfg) for f in ctx.recent_failures]
         lines = list(dict.fromkeys([*lines, *self._failures]))
-        return lines[len(lines) - self.limits.failures:] if self.limits.failures else []
+        return lines[len(lines) - self.cfg.max_failures_in_prompt:] if self.cfg.max_failures_in_prompt else []
 
-    def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
+    def propose(self, parent: Individual, ctx: MutationContext) -> list[Proposal]:
         if self.exhausted():
             return []
         messages = build_messages(ctx.task, parent, failures=self._failure_lines(ctx),
-                                  inspirations=list(ctx.elites), hardware=ctx.hardware, limits=self.limits)
+                                  inspirations=list(ctx.elites), hardware=ctx.hardware, cfg=self.cfg)
         tickets = [self.client.reserve(messages) for _ in range(self.samples)]  # fixes replay order
         with ThreadPoolExecutor(max_workers=self.samples) as pool:
             outcomes = list(pool.map(lambda t: self._ask(messages, t), tickets))
@@ -83,7 +70,7 @@ class LLMMutator(Mutator):
         except LLMError as e:
             return e
 
-    def _proposal(self, parent: Scored, shown: str, outcome: Completion | LLMError) -> Proposal:
+    def _proposal(self, parent: Individual, shown: str, outcome: Completion | LLMError) -> Proposal:
         if isinstance(outcome, LLMError):
             self.counts["request_errors"] += 1
             return Proposal(candidate=None, mutator=self.name, parents=(parent.candidate.id,),
@@ -100,7 +87,7 @@ class LLMMutator(Mutator):
             error, note = "", f"llm {self.client.model} ({how}): {summary}"
         except (ReplyError, CandidateError) as e:
             self.counts["unusable_replies"] += 1
-            self._failures.append(failure_text(None, None, str(e), self.limits))
+            self._failures.append(failure_text(None, None, str(e), self.cfg))
             child, error, note = None, str(e), f"llm {self.client.model}: unusable reply: {summary}"
         return Proposal(candidate=child, mutator=self.name, parents=(parent.candidate.id,), note=note, error=error,
                         cost_s=outcome.seconds, cost_usd=outcome.cost_usd, meta=meta)
@@ -112,7 +99,7 @@ class LLMMutator(Mutator):
             self.counts["observed_ok"] += 1
         else:
             self.counts["observed_failed"] += 1
-            self._failures.append(failure_text(proposal.candidate, evaluation, "", self.limits))
+            self._failures.append(failure_text(proposal.candidate, evaluation, "", self.cfg))
 
     def stats(self) -> dict[str, Any]:
         return {**self.counts, **self.client.stats()}

@@ -27,15 +27,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import openai
 
+from evo.contracts.mutator_config import LLMConfig
 from mutators.llm_prompt import kernel_key
 from mutators.llm_record import Exchange, KernelIndex, RecordFile, request_hash
 
-Mode = Literal["live", "record", "replay"]
-ReplayMatch = Literal["exact", "kernel"]
 _RETRYABLE = (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError, openai.InternalServerError)
 
 
@@ -61,8 +60,8 @@ class Completion:
 
 @dataclass(frozen=True)
 class Prices:
-    in_per_mtok: float = 0.0
-    out_per_mtok: float = 0.0
+    in_per_mtok: float
+    out_per_mtok: float
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.in_per_mtok + completion_tokens * self.out_per_mtok) / 1e6
@@ -71,11 +70,10 @@ class Prices:
 class LLMClient:
     """Chat completions with retries, a semaphore, accounting, budget, record and replay."""
 
-    def __init__(self, *, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
-                 temperature: float = 0.7, max_tokens: int = 4096, timeout_s: float = 120.0, retries: int = 3,
-                 backoff_s: float = 1.0, max_concurrent: int = 4, prices: Prices = Prices(),
-                 budget_usd: float | None = None, mode: Mode = "live", record_path: Path | None = None,
-                 replay_match: ReplayMatch = "exact", sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, cfg: LLMConfig, *, record_path: Path | None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        """`record_path` is the record file of the record and replay modes (unused when live)."""
+        mode, api_key_env = cfg.mode, cfg.api_key_env
         if mode in ("record", "replay") and record_path is None:
             raise ValueError(f"llm mode {mode!r} needs a record path")
         if mode == "replay" and not (record_path and record_path.is_file()):
@@ -83,16 +81,17 @@ class LLMClient:
         if mode != "replay" and not os.environ.get(api_key_env):
             raise ValueError(f"llm: environment variable {api_key_env} is not set (api_key_env names the variable "
                              "holding the API key; local servers accept any non-empty value)")
-        self.model, self.base_url, self.api_key_env = model, base_url, api_key_env
-        self.temperature, self.max_tokens = temperature, max_tokens
-        self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
-        self.prices, self.budget_usd, self.mode = prices, budget_usd, mode
+        self.model, self.base_url, self.api_key_env = cfg.model, cfg.base_url, api_key_env
+        self.temperature, self.max_tokens = cfg.temperature, cfg.max_tokens
+        self.timeout_s, self.retries, self.backoff_s = cfg.timeout_s, cfg.retries, cfg.backoff_s
+        self.prices = Prices(cfg.price_in_per_mtok, cfg.price_out_per_mtok)
+        self.budget_usd, self.mode = cfg.budget_usd, mode
         self.record = RecordFile(record_path) if record_path is not None and mode != "live" else None
-        self.replay_match = replay_match
+        self.replay_match = cfg.replay_match
         self.kernels = (KernelIndex(self.record.exchanges(), kernel_key)
-                        if self.record is not None and mode == "replay" and replay_match == "kernel" else None)
+                        if self.record is not None and mode == "replay" and cfg.replay_match == "kernel" else None)
         self._sleep = sleep
-        self._slots = threading.BoundedSemaphore(max_concurrent)
+        self._slots = threading.BoundedSemaphore(cfg.max_concurrent)
         self._lock = threading.Lock()
         self._client: openai.OpenAI | None = None
         self.occurrences: dict[str, int] = {}

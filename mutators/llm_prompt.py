@@ -8,12 +8,12 @@ import hashlib
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from evo.contracts.candidate import Candidate
+from evo.contracts.mutator_config import LLMConfig
+from evo.contracts.records import Individual
 from evo.contracts.task import Task
 from evo.contracts.verdict import Evaluation
-from mutators.base import Scored
 
 SYSTEM = """You are an expert GPU performance engineer who writes Triton kernels.
 You improve a working Triton kernel so that it runs faster while computing exactly what the reference computes.
@@ -62,14 +62,6 @@ def kernel_key(model: str, messages: Sequence[Mapping[str, str]]) -> str:
     return hashlib.sha256(f"{model}\n{current_kernel(messages)}".encode()).hexdigest()
 
 
-@dataclass(frozen=True)
-class PromptLimits:
-    failures: int = 4
-    inspirations: int = 3
-    reason_chars: int = 600
-    source_chars: int = 8000
-
-
 def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 20] + "\n... (truncated)"
 
@@ -110,11 +102,11 @@ def fitness_lines(e: Evaluation) -> list[str]:
     return out
 
 
-def failure_text(candidate: Candidate | None, e: Evaluation | None, error: str, limits: PromptLimits) -> str:
+def failure_text(candidate: Candidate | None, e: Evaluation | None, error: str, cfg: LLMConfig) -> str:
     """Why one child failed: the reply problem, or status, reason, worst case and error size."""
     if e is None:
-        return f"- your reply could not be applied: {_clip(error, limits.reason_chars)}"
-    parts = [f"- {e.status.value}: {_clip(e.reason, limits.reason_chars)}"]
+        return f"- your reply could not be applied: {_clip(error, cfg.reason_chars)}"
+    parts = [f"- {e.status.value}: {_clip(e.reason, cfg.reason_chars)}"]
     if e.worst_case:
         parts.append(f"  worst case: {e.worst_case}")
     if math.isfinite(e.max_error_ratio) and e.max_error_ratio > 0:
@@ -125,27 +117,27 @@ def failure_text(candidate: Candidate | None, e: Evaluation | None, error: str, 
     return "\n".join(parts)
 
 
-def build_messages(task: Task, parent: Scored, *, failures: Sequence[str], inspirations: Sequence[Scored],
-                   hardware: str, limits: PromptLimits = PromptLimits()) -> list[dict[str, str]]:
+def build_messages(task: Task, parent: Individual, *, failures: Sequence[str], inspirations: Sequence[Individual],
+                   hardware: str, cfg: LLMConfig) -> list[dict[str, str]]:
     """The chat messages for one rewrite of `parent`."""
     shown = source_with_params(parent.candidate)
     sections = [
         "## The reference (what the kernel must compute; evaluated in float64)",
-        f"```python\n{_clip(task.definition_text(), limits.source_chars)}\n```",
+        f"```python\n{_clip(task.definition_text(), cfg.source_chars)}\n```",
         f"dtype: {task.dtype}; check sizes: {task.check_sizes}; timed on: {task.bench_sizes}",
         f"## Target hardware\n{hardware or 'unspecified'}",
-        "## The current kernel", f"```python\n{_clip(shown, limits.source_chars)}\n```",
+        "## The current kernel", f"```python\n{_clip(shown, cfg.source_chars)}\n```",
         "Its fitness:\n" + "\n".join(f"- {line}" for line in fitness_lines(parent.evaluation)),
     ]
-    if failures and limits.failures:
-        shown_failures = failures[max(len(failures) - limits.failures, 0):]
+    if failures and cfg.max_failures_in_prompt:
+        shown_failures = failures[max(len(failures) - cfg.max_failures_in_prompt, 0):]
         sections += ["## Recent attempts that failed (avoid these mistakes)", "\n".join(shown_failures)]
-    others = [s for s in inspirations if s.candidate.id != parent.candidate.id][: limits.inspirations]
+    others = [s for s in inspirations if s.candidate.id != parent.candidate.id][: cfg.max_inspirations]
     if others:
         sections.append("## Other correct kernels from the population (for inspiration)")
         for s in others:
-            lat = f"{s.latency_ms:.4g} ms" if math.isfinite(s.latency_ms) else "latency not measured"
-            sections.append(f"{lat}:\n```python\n{_clip(source_with_params(s.candidate), limits.source_chars)}\n```")
+            lat = f"{s.latency_ms:.4g} ms" if s.latency_ms is not None else "latency not measured"
+            sections.append(f"{lat}:\n```python\n{_clip(source_with_params(s.candidate), cfg.source_chars)}\n```")
     sections.append("## Your task\nWrite a faster kernel with the same semantics. Keep launch's signature "
                     "(task inputs, then outputs, then keyword meta-parameters listed in PARAMS).")
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(sections)}]

@@ -19,6 +19,7 @@ from optuna.storages import BaseStorage, JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 
 from evo.contracts.candidate import Candidate, CandidateError, Params, ParamValue
+from evo.contracts.mutator_config import Sampler
 
 _LIMITS = {"num_warps": 32, "num_stages": 8}
 RDB_SCHEMES = ("sqlite", "postgresql", "mysql", "oracle", "mssql")
@@ -101,18 +102,13 @@ def open_storage(url: str | None, journal: Path) -> BaseStorage:
     return JournalStorage(JournalFileBackend(str(journal), lock_obj=JournalFileOpenLock(str(journal))))
 
 
-SAMPLERS = ("tpe", "gp", "random", "cmaes", "nsga2")
-
-
-def make_sampler(kind: str, seed: int) -> optuna.samplers.BaseSampler:
-    if kind == "tpe":
+def make_sampler(kind: Sampler, seed: int) -> optuna.samplers.BaseSampler:
+    if kind is Sampler.TPE:
         return optuna.samplers.TPESampler(seed=seed, multivariate=True)
-    if kind == "gp":
+    if kind is Sampler.GP:
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=4, warn_independent_sampling=False)
-    if kind == "random":
+    if kind is Sampler.RANDOM:
         return optuna.samplers.RandomSampler(seed=seed)
-    if kind == "cmaes":
+    if kind is Sampler.CMAES:
         return optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=4, warn_independent_sampling=False)
-    if kind == "nsga2":
-        return optuna.samplers.NSGAIISampler(seed=seed, population_size=8)
-    raise ValueError(f"unknown optuna sampler {kind!r}; valid: {', '.join(SAMPLERS)}")
+    return optuna.samplers.NSGAIISampler(seed=seed, population_size=8)

@@ -31,10 +31,12 @@ import optuna
 from optuna.trial import TrialState, create_trial
 
 from evo.contracts.candidate import Candidate, module_literal
+from evo.contracts.mutator_config import OptunaConfig, Sampler
+from evo.contracts.records import Individual, Proposal
 from evo.contracts.verdict import Evaluation
-from mutators.base import MutationContext, Mutator, Proposal, Scored
+from mutators.base import MutationContext, Mutator
 from mutators.known_configs import known_configs
-from mutators.optuna_space import SAMPLERS, Encoding, make_sampler, open_storage
+from mutators.optuna_space import Encoding, make_sampler, open_storage
 
 __all__ = ["OptunaMutator"]
 
@@ -51,18 +53,13 @@ class OptunaMutator(Mutator):
 
     kind = "optuna"
 
-    def __init__(self, *, journal_path: Path, seed: int = 0, sampler: str = "tpe", trials_per_proposal: int = 4,
-                 storage: str | None = None, enqueue_known: bool = True, name: str | None = None) -> None:
-        if sampler not in SAMPLERS:
-            raise ValueError(f"unknown optuna sampler {sampler!r}; valid: {', '.join(SAMPLERS)}")
-        if trials_per_proposal < 1:
-            raise ValueError("optuna: trials_per_proposal must be >= 1")
-        self.sampler = sampler
+    def __init__(self, cfg: OptunaConfig, *, journal_path: Path, seed: int) -> None:
+        self.sampler = cfg.sampler
         self.seed = seed
-        self.trials_per_proposal = trials_per_proposal
-        self.enqueue_known = enqueue_known
-        self.name = name or self.kind
-        self.storage = open_storage(storage, journal_path)
+        self.trials_per_proposal = cfg.trials_per_proposal
+        self.enqueue_known = cfg.enqueue_known
+        self.name = cfg.name or self.kind
+        self.storage = open_storage(cfg.storage, journal_path)
         self._studies: dict[str, optuna.Study] = {}
         self._results: dict[str, dict[str, _Result]] = {}  # study -> params key -> result
         self._waiting: dict[tuple[str, str], list[int]] = {}  # duplicates asked before the first was told
@@ -70,7 +67,7 @@ class OptunaMutator(Mutator):
 
     @property
     def objectives(self) -> int:
-        return 2 if self.sampler == "nsga2" else 1
+        return 2 if self.sampler is Sampler.NSGA2 else 1
 
     def study_name(self, task_key: str, candidate: Candidate) -> str:
         return f"evo:{task_key}:{candidate.structure}"
@@ -101,7 +98,7 @@ class OptunaMutator(Mutator):
         ratio = evaluation.max_error_ratio if math.isfinite(evaluation.max_error_ratio) else 1.0
         return (evaluation.latency_ms, ratio)
 
-    def _seed_study(self, study: optuna.Study, enc: Encoding, parent: Scored) -> None:
+    def _seed_study(self, study: optuna.Study, enc: Encoding, parent: Individual) -> None:
         """Record the parent's result and queue PARAMS and known-good configs, once per study."""
         results = self._refresh(study)
         encoded = enc.encode(parent.candidate.params)
@@ -122,7 +119,7 @@ class OptunaMutator(Mutator):
             if e is not None:
                 study.enqueue_trial(e, skip_if_exists=True)
 
-    def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
+    def propose(self, parent: Individual, ctx: MutationContext) -> list[Proposal]:
         started = time.monotonic()
         enc = Encoding.of(parent.candidate)
         if enc.empty:
@@ -152,7 +149,7 @@ class OptunaMutator(Mutator):
             changed = ", ".join(f"{k}={v}" for k, v in sorted(params.items()) if parent.candidate.params.get(k) != v)
             out.append(Proposal(
                 candidate=child, mutator=self.name, parents=(parent.candidate.id,),
-                note=f"optuna {self.sampler} trial {trial.number}: {changed or 'same params'}",
+                note=f"optuna {self.sampler.value} trial {trial.number}: {changed or 'same params'}",
                 meta={"study": name, "trial": trial.number, "key": key},
             ))
         spent = time.monotonic() - started
@@ -198,7 +195,7 @@ class OptunaMutator(Mutator):
                 "trial": top.number, "trials": len(done)}
 
     def stats(self) -> dict[str, Any]:
-        return {**self.counts, "sampler": self.sampler, "studies": len(self._studies)}
+        return {**self.counts, "sampler": self.sampler.value, "studies": len(self._studies)}
 
     def state(self) -> dict[str, Any]:
         # Studies live in the storage; only the counters are ours to checkpoint.

@@ -37,8 +37,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from evo.contracts.mutator_config import SelectionConfig
+from evo.contracts.records import Proposal
 from evo.contracts.verdict import Evaluation, Status
-from mutators.base import Proposal
 
 MIN_COST_S = 1e-3
 
@@ -109,13 +110,13 @@ class OperatorStats:
 class Selector(ABC):
     """Chooses a mutator by name and learns from the outcomes of its pulls."""
 
-    def __init__(self, names: Sequence[str], *, seconds_per_usd: float = 1500.0) -> None:
+    def __init__(self, names: Sequence[str], cfg: SelectionConfig) -> None:
         if not names:
             raise ValueError("operator selection needs at least one mutator")
         if len(set(names)) != len(names):
             raise ValueError(f"mutator names must be unique (got {list(names)}); set `name:` on repeated kinds")
         self.names = list(names)
-        self.seconds_per_usd = seconds_per_usd
+        self.seconds_per_usd = cfg.seconds_per_usd
         self.table = {n: OperatorStats() for n in names}
         self.r_max = 0.0
 
@@ -158,8 +159,8 @@ class Selector(ABC):
 
 
 class FixedWeights(Selector):
-    def __init__(self, weights: Mapping[str, float], *, seconds_per_usd: float = 1500.0) -> None:
-        super().__init__(list(weights), seconds_per_usd=seconds_per_usd)
+    def __init__(self, weights: Mapping[str, float], cfg: SelectionConfig) -> None:
+        super().__init__(list(weights), cfg)
         if any(w < 0 for w in weights.values()):
             raise ValueError(f"mutator weights must be >= 0 (got {dict(weights)})")
         self.weights = dict(weights)
@@ -172,9 +173,9 @@ class FixedWeights(Selector):
 
 
 class UCB1(Selector):
-    def __init__(self, names: Sequence[str], *, exploration: float = math.sqrt(2), seconds_per_usd: float = 1500.0):
-        super().__init__(names, seconds_per_usd=seconds_per_usd)
-        self.exploration = exploration
+    def __init__(self, names: Sequence[str], cfg: SelectionConfig) -> None:
+        super().__init__(names, cfg)
+        self.exploration = cfg.exploration
 
     def _choose(self, rng: random.Random, pool: list[str]) -> str:
         for n in pool:
@@ -191,12 +192,9 @@ class UCB1(Selector):
 
 
 class Thompson(Selector):
-    def __init__(self, names: Sequence[str], *, prior_alpha: float = 1.0, prior_beta: float = 1.0,
-                 seconds_per_usd: float = 1500.0):
-        super().__init__(names, seconds_per_usd=seconds_per_usd)
-        if prior_alpha <= 0 or prior_beta <= 0:
-            raise ValueError("thompson priors must be > 0")
-        self.prior = (prior_alpha, prior_beta)
+    def __init__(self, names: Sequence[str], cfg: SelectionConfig) -> None:
+        super().__init__(names, cfg)
+        self.prior = (cfg.prior_alpha, cfg.prior_beta)
 
     def _choose(self, rng: random.Random, pool: list[str]) -> str:
         draws = [rng.betavariate(self.prior[0] + self.table[n].alpha, self.prior[1] + self.table[n].beta)

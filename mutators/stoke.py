@@ -15,7 +15,7 @@ Acceptance is Metropolis with inverse temperature `beta` (on the log-latency sca
 slower is accepted with probability r**-beta: the default 3 takes a 10% slower state 75% of the
 time and a 2x slower one 12%), drawn in STOKE's order: u ~ U(0, 1] first,
 then the largest acceptable cost ``bound = cost(current) - ln(u) / beta``, so a checker could stop
-as soon as the bound is exceeded. The bound of every step is recorded in the proposal's trace.
+as soon as the bound is exceeded.
 
 What leaves the chain, to be checked in full by the island: the cheapest correct state that beats
 the parent, else the final state when it differs from the parent, else nothing.
@@ -29,10 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from evo.contracts.candidate import Candidate
+from evo.contracts.mutator_config import StokeConfig
+from evo.contracts.records import Individual, Proposal
 from evo.contracts.verdict import Evaluation
 from fitness.check.lint import lint
-from mutators.base import MutationContext, Mutator, Proposal, Scored
-from mutators.moves import DEFAULT_WEIGHTS, Move, move_named
+from mutators.base import MutationContext, Mutator
+from mutators.moves import DEFAULT_WEIGHTS, MOVE_NAMES, Move, move_named
 from mutators.stoke_stats import MoveStats, format_table
 
 __all__ = ["StokeMutator", "cost"]
@@ -48,13 +50,8 @@ def cost(evaluation: Evaluation, *, error_weight: float, fallback_log_latency: f
     return error_weight * error + log_lat
 
 
-def _finite(x: float) -> float | None:
-    """Costs in proposal metadata stay JSON-safe: None stands for an infinite cost (a crash)."""
-    return x if math.isfinite(x) else None
-
-
 @dataclass(frozen=True)
-class _State:
+class State:
     """A chain position: candidate, cost, and the accepted moves that led there from the parent."""
 
     candidate: Candidate
@@ -62,33 +59,60 @@ class _State:
     path: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Step:
+    """One evaluated step of a chain: the move, the bound drawn before evaluating, and the outcome."""
+
+    move: str
+    status: str
+    cost: float
+    bound: float
+    accepted: bool
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A walked chain: where it started, its steps, its best correct state below the start and where
+    it ended."""
+
+    start: State
+    steps: tuple[Step, ...]
+    best: State | None
+    final: State
+
+    def outcome(self) -> tuple[State, str] | None:
+        """What leaves the chain (see the module docstring) and why, None when nothing does."""
+        if self.best is not None:
+            return self.best, "best correct state"
+        if self.final.candidate.id != self.start.candidate.id:
+            return self.final, "final state"
+        return None
+
+
 class StokeMutator(Mutator):
     """Proposes the outcome of one short Metropolis-Hastings chain per call."""
 
     kind = "stoke"
 
-    def __init__(self, *, chain_length: int = 8, beta: float = 3.0, error_weight: float = 10.0,
-                 move_weights: dict[str, float] | None = None, attempts_per_step: int = 20,
-                 name: str | None = None) -> None:
-        if chain_length < 1 or beta <= 0 or error_weight < 0 or attempts_per_step < 1:
-            raise ValueError("stoke: chain_length >= 1, beta > 0, error_weight >= 0, attempts_per_step >= 1")
-        weights = dict(DEFAULT_WEIGHTS if move_weights is None else move_weights)
+    def __init__(self, cfg: StokeConfig) -> None:
+        weights = dict(DEFAULT_WEIGHTS if cfg.move_weights is None else cfg.move_weights)
+        unknown = sorted(set(weights) - set(MOVE_NAMES))
+        if unknown:
+            raise ValueError(f"unknown STOKE move(s) {unknown}; valid: {', '.join(MOVE_NAMES)}")
         self.moves: list[Move] = [move_named(n) for n, w in weights.items() if w > 0]
-        if not self.moves:
-            raise ValueError("stoke: move_weights gives no move a positive weight")
         self.weights = [weights[m.name] for m in self.moves]
-        self.chain_length = chain_length
-        self.beta = beta
-        self.error_weight = error_weight
-        self.attempts_per_step = attempts_per_step
-        self.name = name or self.kind
+        self.chain_length = cfg.chain_length
+        self.beta = cfg.beta
+        self.error_weight = cfg.error_weight
+        self.attempts_per_step = cfg.attempts_per_step
+        self.name = cfg.name or self.kind
         self.table: dict[str, MoveStats] = {m.name: MoveStats() for m in self.moves}
         self.proposals = 0
         self.full_ok = 0
         self.steps = 0
 
-    def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
-        started = time.monotonic()
+    def walk(self, parent: Individual, ctx: MutationContext) -> Chain:
+        """One Metropolis-Hastings chain from `parent` (quick checks through `ctx.evaluate`)."""
         rng = ctx.rng
         lat = parent.evaluation.latency_ms
         fallback = math.log(lat) if lat is not None and lat > 0 and math.isfinite(lat) else 0.0
@@ -96,11 +120,11 @@ class StokeMutator(Mutator):
         def cost_of(e: Evaluation) -> float:
             return cost(e, error_weight=self.error_weight, fallback_log_latency=fallback)
 
-        start = _State(parent.candidate, cost_of(parent.evaluation), ())
+        start = State(parent.candidate, cost_of(parent.evaluation), ())
         current, best = start, None
-        trace: list[dict[str, Any]] = []
-        steps = attempts = 0
-        while steps < self.chain_length and attempts < self.chain_length * self.attempts_per_step:
+        steps: list[Step] = []
+        attempts = 0
+        while len(steps) < self.chain_length and attempts < self.chain_length * self.attempts_per_step:
             attempts += 1
             move = rng.choices(self.moves, self.weights)[0]
             row = self.table[move.name]
@@ -113,32 +137,31 @@ class StokeMutator(Mutator):
             u = 1.0 - rng.random()  # in (0, 1]: ln(u) is finite
             bound = current.cost - math.log(u) / self.beta
             evaluation = ctx.evaluate(applied.candidate, "quick")
-            steps += 1
             c = cost_of(evaluation)
             accepted = c <= bound
+            steps.append(Step(move.name, evaluation.status.value, c, bound, accepted))
             row.correct += evaluation.ok
             row.accepted += accepted
             row.improved += evaluation.ok and c < current.cost
-            trace.append({"move": move.name, "detail": applied.detail, "status": evaluation.status.value,
-                          "cost": _finite(c), "bound": _finite(bound), "accepted": accepted})
-            state = _State(applied.candidate, c, (*current.path, f"{move.name}: {applied.detail}"))
+            state = State(applied.candidate, c, (*current.path, f"{move.name}: {applied.detail}"))
             if evaluation.ok and c < (best.cost if best else start.cost) and state.candidate.id != start.candidate.id:
                 best = state
             if accepted:
                 current = state
-        self.steps += steps
-        chosen = best or (current if current.candidate.id != start.candidate.id else None)
-        if chosen is None:
+        self.steps += len(steps)
+        return Chain(start, tuple(steps), best, current)
+
+    def propose(self, parent: Individual, ctx: MutationContext) -> list[Proposal]:
+        started = time.monotonic()
+        chain = self.walk(parent, ctx)
+        outcome = chain.outcome()
+        if outcome is None:
             return []
+        chosen, what = outcome
         self.proposals += 1
-        what = "best correct state" if chosen is best else "final state"
-        note = f"stoke {what} of a {steps}-step chain: " + "; ".join(chosen.path)
-        return [Proposal(
-            candidate=chosen.candidate, mutator=self.name, parents=(parent.candidate.id,), note=note,
-            cost_s=time.monotonic() - started, inner_evaluations=steps,
-            meta={"moves": [p.split(":")[0] for p in chosen.path], "chain_cost": _finite(chosen.cost),
-                  "parent_cost": _finite(start.cost), "trace": trace},
-        )]
+        note = f"stoke {what} of a {len(chain.steps)}-step chain: " + "; ".join(chosen.path)
+        return [Proposal(candidate=chosen.candidate, mutator=self.name, parents=(parent.candidate.id,), note=note,
+                         cost_s=time.monotonic() - started)]
 
     def observe(self, proposal: Proposal, evaluation: Evaluation) -> None:
         if proposal.candidate is not None and evaluation.ok:

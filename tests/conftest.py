@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from evo.contracts.candidate import Candidate
+from evo.contracts.config import EvaluationConfig
 from evo.contracts.native_task import NativeTask
-from fitness.evaluate import EvalSettings, Evaluator
+from fitness.evaluate import Evaluator
 
 ROOT = Path(__file__).resolve().parent.parent
 CANDIDATES = Path(__file__).resolve().parent / "candidates"
@@ -36,6 +37,6 @@ def softmax_task() -> NativeTask:
 
 @pytest.fixture(scope="session")
 def softmax_evaluator(softmax_task: NativeTask) -> Iterator[Evaluator]:
-    ev = Evaluator(softmax_task, EvalSettings(timeout_s=60.0, memory_mb=1024), device="cpu")
+    ev = Evaluator(softmax_task, EvaluationConfig(timeout_s=60.0, memory_mb=1024), device="cpu")
     yield ev
     ev.close()

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from evo.contracts.candidate import Candidate
+from evo.contracts.config import EvaluationConfig
+from evo.contracts.records import Individual, Proposal
 from evo.contracts.task import Task
 from evo.contracts.verdict import Evaluation, LatencySource, Status
-from fitness.evaluate import EvalSettings, Evaluator
-from mutators.base import MutationContext, Mutator, Proposal, Scored, choose
+from fitness.evaluate import Evaluator
+from mutators.base import MutationContext, Mutator, choose
 
 CANDIDATES = Path(__file__).resolve().parent / "candidates"
 FASTER_SOFTMAX = (CANDIDATES / "softmax" / "one_pass.py").read_text()
@@ -57,7 +59,7 @@ class FakeEvaluate:
 class FakeLatencyEvaluator:
     """A real `Evaluator` (lint + equivalence in a worker) whose correct verdicts get the fake latency."""
 
-    def __init__(self, task: Task, settings: EvalSettings, device: str) -> None:
+    def __init__(self, task: Task, settings: EvaluationConfig, device: str) -> None:
         self.inner = Evaluator(task, settings, device=device)
         self.device = self.inner.device
 
@@ -68,7 +70,7 @@ class FakeLatencyEvaluator:
         self.inner.close()
 
 
-def fake_evaluator_factory(task: Task, settings: EvalSettings, device: str) -> FakeLatencyEvaluator:
+def fake_evaluator_factory(task: Task, settings: EvaluationConfig, device: str) -> FakeLatencyEvaluator:
     return FakeLatencyEvaluator(task, settings, device)
 
 
@@ -81,7 +83,7 @@ class ParamMutator(Mutator):
     def __init__(self) -> None:
         self.observed = 0
 
-    def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
+    def propose(self, parent: Individual, ctx: MutationContext) -> list[Proposal]:
         space = {k: v for k, v in sorted(parent.candidate.space().items()) if k in parent.candidate.params}
         if not space:
             return []
@@ -110,13 +112,11 @@ class SwapMutator(Mutator):
         self.source = source
         self.quick_check = quick_check
 
-    def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
+    def propose(self, parent: Individual, ctx: MutationContext) -> list[Proposal]:
         child = Candidate.from_source(self.source)
-        inner = 0
         if self.quick_check:
             ctx.evaluate(child, "quick")
-            inner = 1
-        return [Proposal(child, self.kind, (parent.candidate.id,), note="swap", inner_evaluations=inner)]
+        return [Proposal(child, self.kind, (parent.candidate.id,), note="swap")]
 
 
 class FailingMutator(Mutator):
@@ -128,7 +128,7 @@ class FailingMutator(Mutator):
     def __init__(self, *, raises: bool = False) -> None:
         self.raises = raises
 
-    def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
+    def propose(self, parent: Individual, ctx: MutationContext) -> list[Proposal]:
         if self.raises:
             raise RuntimeError("the fake mutator broke")
         return [Proposal(None, self.kind, (parent.candidate.id,), error="reply could not be applied", cost_usd=0.25)]
@@ -140,7 +140,7 @@ class EchoMutator(Mutator):
     kind = "echo"
     name = "echo"
 
-    def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
+    def propose(self, parent: Individual, ctx: MutationContext) -> list[Proposal]:
         return [Proposal(parent.candidate, self.kind, (parent.candidate.id,))]
 
 
@@ -170,7 +170,7 @@ class FaultSwapMutator(Mutator):
         self.fired = False
         self.params = ParamMutator()
 
-    def propose(self, parent: Scored, ctx: MutationContext) -> list[Proposal]:
+    def propose(self, parent: Individual, ctx: MutationContext) -> list[Proposal]:
         if self.fired:
             return self.params.propose(parent, ctx)
         self.fired = True
@@ -196,7 +196,7 @@ class ActorHangEvaluator(FakeLatencyEvaluator):
         return super().evaluate(candidate, level=level)
 
 
-def fault_evaluator_factory(task: Task, settings: EvalSettings, device: str) -> ActorHangEvaluator:
+def fault_evaluator_factory(task: Task, settings: EvaluationConfig, device: str) -> ActorHangEvaluator:
     return ActorHangEvaluator(task, settings, device)
 
 

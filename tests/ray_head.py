@@ -135,8 +135,9 @@ class RayHead:
 
 
 @contextmanager
-def joined_head(*, num_cpus: int = 2) -> Iterator[RayHead]:
-    """A head started here with this process joined to it as a driver; left and stopped afterwards."""
+def joined_head(*, num_cpus: int = 2, env: dict[str, str] | None = None) -> Iterator[RayHead]:
+    """A head started here with this process joined to it as a driver; left and stopped afterwards.
+    `env`: variables every actor of the driver sees (as a cluster gives its nodes an API key)."""
     import logging
 
     import ray
@@ -145,8 +146,8 @@ def joined_head(*, num_cpus: int = 2) -> Iterator[RayHead]:
     saved = os.environ.get("RAY_AUTH_MODE")
     os.environ["RAY_AUTH_MODE"] = "disabled"  # as the head
     try:
-        ray.init(address=head.address, runtime_env={"env_vars": {"PYTHONPATH": str(VENV_BIN.parent.parent)}},
-                 logging_level=logging.WARNING)
+        env_vars = {"PYTHONPATH": str(VENV_BIN.parent.parent), **(env or {})}
+        ray.init(address=head.address, runtime_env={"env_vars": env_vars}, logging_level=logging.WARNING)
         yield head
     finally:
         ray.shutdown()

@@ -10,7 +10,7 @@ import yaml
 
 from evo.app.campaign_setup import CampaignHooks, prepare
 from evo.app.progress import IslandRow, LiveTable, PlainLog, Totals
-from evo.contracts.config import ConfigError, load_config
+from evo.contracts.config_file import ConfigError, load_config
 from evo.contracts.mutator_config import MUTATOR_KINDS
 from evo.contracts.task_loader import build_task
 
@@ -29,7 +29,7 @@ def test_every_shipped_config_is_a_valid_campaign(path):
     task = build_task(cfg.task, path.parent)
     assert task.seed_source, f"{path.name}: the task needs a seed to start a campaign from"
     assert cfg.mutators and {m.kind for m in cfg.mutators} <= set(MUTATOR_KINDS)
-    assert cfg.budget.generations or cfg.budget.wall_time_s
+    assert cfg.budget is not None and (cfg.budget.generations or cfg.budget.wall_time_s)
 
 
 def test_the_demo_and_cluster_configs_exist():
@@ -45,7 +45,10 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_run_errors_name_the_problem_and_exit_2(tmp_path):
     p = evo("run", str(write(tmp_path, "task: {name: softmax}\n")))
-    assert p.returncode == 2 and "no mutators" in p.stderr and "llm, stoke, optuna" in p.stderr
+    assert p.returncode == 2 and "no mutators" in p.stderr and "stoke, optuna, llm" in p.stderr
+    p = evo("run", str(write(tmp_path, "task: {name: softmax}\nmutators: [{kind: optuna}]\n")))
+    assert p.returncode == 2 and "no budget" in p.stderr
+    assert all(k in p.stderr for k in ("generations", "evaluations", "wall_time_s", "llm_usd", "target_speedup"))
     p = evo("run", str(write(tmp_path, "task: {name: softmax}\nislands: {count: 2, popsize: 4}\n")))
     assert p.returncode == 2 and "unknown key 'islands.popsize'" in p.stderr and "population" in p.stderr
     p = evo("run", str(write(tmp_path, "task: {name: softmax}\nmutators: [{kind: gpt}]\n")))
@@ -64,7 +67,7 @@ def test_a_mutator_that_cannot_be_built_is_named_and_leaves_no_run_behind(tmp_pa
         raise RuntimeError("no API key in OPENAI_API_KEY")
 
     path = write(tmp_path, f"task: {{name: softmax}}\nmutators: [{{kind: optuna}}, {{kind: llm}}]\n"
-                           f"output_dir: {tmp_path / 'runs'}\n")
+                           f"budget: {{generations: 1}}\noutput_dir: {tmp_path / 'runs'}\n")
     with pytest.raises(ConfigError, match=r"mutators.0 \(kind optuna\): RuntimeError: no API key"):
         prepare(str(path), hooks=CampaignHooks(mutator_factory=broken))
     assert not list((tmp_path / "runs").iterdir())
@@ -81,8 +84,9 @@ def test_resume_accepts_a_new_budget_but_not_other_changes(tmp_path):
         prepare(str(changed), resume=str(run), hooks=hooks)
     longer = write(tmp_path, yaml.safe_dump({**base, "budget": {"generations": 9}}))
     p = prepare(str(longer), resume=str(run), hooks=hooks)
-    assert p.cfg.budget.generations == 9 and p.resumed and "budget changed" in p.notes[0]
-    assert load_config(run / "config.yaml").budget.generations == 9
+    assert p.cfg.budget is not None and p.cfg.budget.generations == 9 and p.resumed and "budget changed" in p.notes[0]
+    again = load_config(run / "config.yaml").budget
+    assert again is not None and again.generations == 9
 
 
 def rows_and_totals():
@@ -110,16 +114,12 @@ def test_the_live_table_shows_every_island_and_the_totals():
     assert "evo campaign" in text and "6.00x" in text and "evaluations 24" in text and "LLM $0.12" in text
 
 
-def test_campaigns_evaluate_with_the_same_settings_as_evo_eval(tmp_path):
-    from evo.app.settings import eval_settings
-    from evo.contracts.config import parse_config
+
+
+def test_a_limit_left_out_does_not_apply():
+    from evo.contracts.config_file import parse_config
 
     cfg = parse_config({"task": {"name": "softmax"}, "mutators": [{"kind": "optuna"}],
-                        "evaluation": {"target_gpu": "a100", "latency": "model", "baselines": ["seed"],
-                                       "timing_rep_ms": 50, "draws": 3}})
-    s = eval_settings(cfg)
-    assert (s.latency.target_gpu, s.latency.mode.value, s.latency.baselines) == ("a100", "model", ("seed",))
-    assert s.latency.timer.rep_ms == 50 and s.draws == 3
-    import evo.app.campaign as campaign
-
-    assert campaign.eval_settings is eval_settings  # the campaign uses this translation, not its own
+                        "budget": {"evaluations": 40, "wall_time_s": 60}})
+    assert cfg.budget is not None and cfg.budget.generations is None and cfg.budget.evaluations == 40
+    assert parse_config({"task": {"name": "softmax"}}).budget is None  # evo eval and evo check need none

@@ -24,7 +24,8 @@ import yaml
 from evo.app.campaign import Campaign
 from evo.app.campaign_setup import CampaignHooks, prepare
 from evo.app.progress import PlainLog
-from evo.app.run_store import MsgpackLog, RunStore, unpack
+from evo.app.run_store import RunStore
+from evo.contracts.history import MsgpackLog, unpack
 
 from .campaign_job import FAKE_HOOKS
 from .islands_fakes import fake_latency_ms, fault_evaluator_factory, fault_mutator_factory
@@ -33,9 +34,12 @@ from .ray_head import RayHead, joined_head
 pytestmark = pytest.mark.slow
 
 
+LLM_KEY_ENV = "EVO_TEST_LLM_KEY"  # the fake server takes any key; the island actors need one set
+
+
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[RayHead]:
-    with joined_head() as head:
+    with joined_head(env={LLM_KEY_ENV: "fake-key"}) as head:
         yield head
 
 
@@ -172,6 +176,33 @@ def test_hung_crashing_and_killed_evaluators_give_verdicts_and_are_replaced(ray_
     assert len(replaced) >= 3  # the hung actor, and both killed ones
     assert c.summary["best"]["latency_ms"] == pytest.approx(fake_latency_ms_of_faster())
     assert "replaced by" in out.getvalue()
+
+
+def test_the_llm_prompt_of_a_real_campaign_names_the_target_gpu_and_its_figures(ray_cluster, tmp_path, monkeypatch):
+    """The real LLM mutator in island actors, against a fake OpenAI-compatible server: the prompt it
+    sends names the campaign's target GPU (a100 here) with its SM count, bandwidth and L2."""
+    from evo.contracts.gpus import get_profile
+    from mutators.factory import build_mutator
+
+    from .fakes.openai_server import FakeOpenAI, Reply
+    from .islands_fakes import fake_evaluator_factory
+
+    monkeypatch.setenv(LLM_KEY_ENV, "fake-key")  # the driver builds every mutator once before starting
+    with FakeOpenAI(responder=lambda body: Reply("no code in this reply")) as server:
+        config = write_config(tmp_path, evaluation={"device": "cpu", "timeout_s": 30, "target_gpu": "a100"},
+                              islands={"count": 1, "population": 1, "offspring": 1},
+                              mutators=[{"kind": "llm", "base_url": server.base_url, "api_key_env": LLM_KEY_ENV,
+                                         "retries": 0}],
+                              budget={"generations": 1})
+        hooks = CampaignHooks(mutator_factory=build_mutator, evaluator_factory=fake_evaluator_factory)
+        summary = campaign(config, hooks)[0].run()
+        prompts = [m["content"] for r in server.received for m in r.body["messages"] if m["role"] == "user"]
+    assert summary["status"] == "finished" and prompts
+    a100 = get_profile("a100")
+    hardware = prompts[0].split("## Target hardware", 1)[1].split("##", 1)[0]
+    assert a100.description in hardware and "108 SMs" in hardware and "2.04 TB/s" in hardware
+    assert "L2 40 MB" in hardware and "modelled" in hardware
+    assert "unspecified" not in hardware
 
 
 def fake_latency_ms_of_faster() -> float:

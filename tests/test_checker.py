@@ -6,8 +6,9 @@ import os
 
 import pytest
 
+from evo.contracts.config import EvaluationConfig
 from evo.contracts.verdict import Status
-from fitness.evaluate import EvalSettings, Evaluator
+from fitness.evaluate import Evaluator
 from fitness.sandbox.process import scrubbed_env
 
 from .conftest import candidate
@@ -71,7 +72,7 @@ def test_the_seed_passes_and_the_worker_is_reused(softmax_task, softmax_evaluato
 
 
 def test_a_hang_times_out_and_the_worker_is_replaced(softmax_task):
-    with Evaluator(softmax_task, EvalSettings(timeout_s=2.0), device="cpu") as ev:
+    with Evaluator(softmax_task, EvaluationConfig(timeout_s=2.0), device="cpu") as ev:
         ev.evaluate(candidate("softmax/one_pass"))
         pid = ev.worker.pid
         result = ev.evaluate(candidate("softmax/hang"))
@@ -81,14 +82,14 @@ def test_a_hang_times_out_and_the_worker_is_replaced(softmax_task):
 
 
 def test_a_segfault_is_a_crash_and_the_worker_is_replaced(softmax_task):
-    with Evaluator(softmax_task, EvalSettings(timeout_s=20.0), device="cpu") as ev:
+    with Evaluator(softmax_task, EvaluationConfig(timeout_s=20.0), device="cpu") as ev:
         result = ev.evaluate(candidate("softmax/segfault"))
         assert result.status is Status.CRASH and "SIGSEGV" in result.reason
         assert ev.evaluate(candidate("softmax/one_pass")).ok
 
 
 def test_a_runaway_allocation_hits_the_memory_limit(softmax_task):
-    with Evaluator(softmax_task, EvalSettings(timeout_s=20.0, memory_mb=512), device="cpu") as ev:
+    with Evaluator(softmax_task, EvaluationConfig(timeout_s=20.0, memory_mb=512), device="cpu") as ev:
         result = ev.evaluate(candidate("softmax/runaway_alloc"))
         assert result.status is Status.CRASH and "memory limit" in result.reason
         assert ev.evaluate(candidate("softmax/one_pass")).ok
@@ -115,7 +116,7 @@ def test_quick_level_checks_fewer_cases_and_grades_without_stopping(softmax_eval
 
 def test_one_draw_still_checks_every_value_distribution(softmax_task):
     # the 'wide' logits are what a softmax without the max subtraction fails on
-    with Evaluator(softmax_task, EvalSettings(timeout_s=60.0, draws=1), device="cpu") as ev:
+    with Evaluator(softmax_task, EvaluationConfig(timeout_s=60.0, draws=1), device="cpu") as ev:
         assert {c.dist for c in ev.cases("full")} == set(softmax_task.dists)
         result = ev.evaluate(candidate("softmax/no_max_subtraction"))
     assert result.status is Status.WRONG_OUTPUT and "(wide)" in result.reason

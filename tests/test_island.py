@@ -6,13 +6,15 @@ import random
 
 import pytest
 
-from evo.app.run_store import pack, unpack
 from evo.contracts.candidate import Candidate
-from evo.contracts.records import Individual, Origin, Tier
+from evo.contracts.config import IslandsConfig
+from evo.contracts.history import MsgpackLog, pack, unpack
+from evo.contracts.mutator_config import SelectionConfig, entry_names
+from evo.contracts.records import Individual, Proposal, Tier
 from evo.contracts.verdict import Evaluation, LatencySource, Status
 from islands.checkpoint import CheckpointError
-from islands.evaluation import EvalCache, EvalRecord, LocalEvaluationService
-from islands.island import Island, IslandError, IslandSettings, mutator_names
+from islands.evaluation import EvaluationLedger, LocalEvaluationService
+from islands.island import Island, IslandError
 from mutators.selection import FixedWeights
 
 from .islands_fakes import (
@@ -26,13 +28,19 @@ from .islands_fakes import (
 )
 
 
-def make_island(task, mutators, *, index=0, seed=0, evaluate=None, history=None, population=6, offspring=4,
-                weights=None, cache=None):
+def make_island(task, mutators, *, index=0, seed=0, evaluate=None, log=None, population=6, offspring=4,
+                weights=None):
+    """An island on a local service; `log` is its history (read back on creation, as on a resume)."""
     evaluate = evaluate or FakeEvaluate(task.key)
-    service = LocalEvaluationService(evaluate, task_key=task.key, device="cpu", history=history, cache=cache)
-    settings = IslandSettings(index=index, population=population, offspring=offspring, tournament_size=2)
-    selector = FixedWeights(dict(zip(mutator_names(mutators), weights or [1.0] * len(mutators))))
-    return Island(settings, task=task, mutators=mutators, selector=selector, service=service, seed=seed), evaluate
+    service = LocalEvaluationService(evaluate, EvaluationLedger(task.key, device="cpu", history=log))
+    cfg = IslandsConfig(population=population, offspring=offspring, tournament_size=2)
+    selector = FixedWeights(dict(zip(entry_names(mutators), weights or [1.0] * len(mutators))),
+                            SelectionConfig(policy="fixed"))
+    return Island(index, cfg, task=task, mutators=mutators, selector=selector, service=service, seed=seed), evaluate
+
+
+def history(log: MsgpackLog) -> list[Individual]:
+    return [Individual.from_dict(r) for r in log.read() if r.get("kind") == "evaluation"]
 
 
 @pytest.fixture
@@ -53,9 +61,9 @@ def test_initial_population_is_the_seed_and_distinct_draws_from_its_space(softma
     assert sum(report.failures.values()) + len(ids) == 6  # every draw either failed or joined
 
 
-def test_generations_improve_on_the_seed_and_never_evaluate_an_id_twice(softmax_task, seed):
-    records: list[EvalRecord] = []
-    island, ev = make_island(softmax_task, [ParamMutator(), SwapMutator()], history=records.append)
+def test_generations_improve_on_the_seed_and_never_evaluate_an_id_twice(softmax_task, seed, tmp_path):
+    log = MsgpackLog(tmp_path / "history.msgpack")
+    island, ev = make_island(softmax_task, [ParamMutator(), SwapMutator()], log=log)
     island.initialize(seed)
     seed_latency = fake_latency_ms(seed)
     for _ in range(4):
@@ -65,26 +73,27 @@ def test_generations_improve_on_the_seed_and_never_evaluate_an_id_twice(softmax_
     assert report.best_latency_ms is not None and report.best_latency_ms < seed_latency
     assert report.best_speedup == pytest.approx(seed_latency / report.best_latency_ms)
     assert len(ev.calls) == len(set(ev.calls)), "an id was evaluated twice"
+    records = history(log)
     assert len(records) == len(ev.calls)
-    swapped = [r for r in records if r.origin.mutator == "swap" and r.evaluation.level == "full"]
-    assert swapped and swapped[0].origin.parents and swapped[0].origin.generation >= 1
-    assert any(r.evaluation.level == "quick" and r.origin.note == "inner" for r in records)
+    swapped = [r for r in records if r.proposal.mutator == "swap" and r.evaluation.level == "full"]
+    assert swapped and swapped[0].proposal.parents and swapped[0].proposal.generation >= 1
+    assert any(r.evaluation.level == "quick" and r.proposal.note == "inner" for r in records)
     assert island.logbook[-1]["gen"] == 4 and island.logbook[-1]["min"] <= seed_latency
     assert island.hof[0].latency_ms == report.best_latency_ms
 
 
-def test_failed_children_are_recorded_but_never_join_the_population(softmax_task, seed):
-    records: list[EvalRecord] = []
+def test_failed_children_are_recorded_but_never_join_the_population(softmax_task, seed, tmp_path):
+    log = MsgpackLog(tmp_path / "history.msgpack")
     # ParamMutator draws BLOCK=64 sometimes: FakeEvaluate calls that wrong
-    island, _ = make_island(softmax_task, [ParamMutator()], history=records.append)
+    island, _ = make_island(softmax_task, [ParamMutator()], log=log)
     island.initialize(seed)
     for _ in range(5):
         island.step()
-    wrong = [r for r in records if r.evaluation.status is Status.WRONG_OUTPUT]
+    wrong = [r for r in history(log) if r.evaluation.status is Status.WRONG_OUTPUT]
     assert wrong, "the fake space has a wrong BLOCK; some draw should have hit it"
     assert all(i.evaluation.ok for i in island.population)
     assert {r.candidate.id for r in wrong}.isdisjoint(i.id for i in island.population)
-    assert island.recent_failures and island.recent_failures[-1][1].status is Status.WRONG_OUTPUT
+    assert island.recent_failures and island.recent_failures[-1].evaluation.status is Status.WRONG_OUTPUT
 
 
 @pytest.mark.parametrize("raises", [False, True])
@@ -131,15 +140,15 @@ def test_the_global_random_state_is_left_alone(softmax_task, seed):
     assert random.getstate() == before
 
 
-def test_a_checkpointed_island_continues_exactly_like_the_original(softmax_task, seed):
-    records: list[EvalRecord] = []
-    a, ev_a = make_island(softmax_task, [ParamMutator(), SwapMutator()], seed=3, history=records.append)
+def test_a_checkpointed_island_continues_exactly_like_the_original(softmax_task, seed, tmp_path):
+    log = MsgpackLog(tmp_path / "history.msgpack")
+    a, ev_a = make_island(softmax_task, [ParamMutator(), SwapMutator()], seed=3, log=log)
     a.initialize(seed)
     a.step()
     a.step()
     state = unpack(pack(a.state()))  # what a checkpoint file holds
     # as on resume: the cache is rebuilt from the history, so nothing evaluated before is redone
-    b, ev_b = make_island(softmax_task, [ParamMutator(), SwapMutator()], seed=3, cache=EvalCache(records))
+    b, ev_b = make_island(softmax_task, [ParamMutator(), SwapMutator()], seed=3, log=log)
     b.load_state(state)
     assert [i.id for i in b.population] == [i.id for i in a.population] and b.generation == 2
     assert b.mutators[0].observed == a.mutators[0].observed  # mutator state travels too
@@ -163,7 +172,7 @@ def test_fitness_ranks_timed_over_untimed_over_failed():
         c = Candidate("src", {"latency": latency or 0, "status": status.value})
         ev = Evaluation(c.id, "t", "cpu", status, latency_ms=latency,
                         latency_source=LatencySource.MODEL if latency else None)
-        return Individual(c, ev, Origin())
+        return Individual(Proposal(c, "seed"), ev)
 
     fast, slow = ind(Status.OK, 1.0), ind(Status.OK, 2.0)
     untimed, failed = ind(Status.OK, None), ind(Status.WRONG_OUTPUT, None)
@@ -202,7 +211,7 @@ def test_migrants_are_deduplicated_and_never_evaluated(softmax_task, seed):
     assert b.immigrate(migrants) == 0  # already resident
 
 
-def test_an_island_with_real_evaluations_adopts_the_faster_kernel(softmax_task, softmax_evaluator, seed):
+def test_an_island_with_real_evaluations_adopts_the_faster_kernel(softmax_task, softmax_evaluator, seed, tmp_path):
     """Real lint + equivalence in a worker (fake latency): a wrong swap is refused, a right one wins."""
     from .islands_fakes import WRONG_SOFTMAX
 
@@ -212,16 +221,17 @@ def test_an_island_with_real_evaluations_adopts_the_faster_kernel(softmax_task, 
             self.device = "cpu"
 
     real = Wrapped()
-    records: list[EvalRecord] = []
+    log = MsgpackLog(tmp_path / "history.msgpack")
     swaps = [SwapMutator(quick_check=False), SwapMutator(WRONG_SOFTMAX, quick_check=False)]
     island, _ = make_island(softmax_task, swaps,
-                            evaluate=lambda c, level: real.evaluate(c, level=level), history=records.append,
+                            evaluate=lambda c, level: real.evaluate(c, level=level), log=log,
                             population=2, offspring=2, weights=[1.0, 1.0])
     island.initialize(seed)
-    while not any(r.origin.mutator == "swap-2" for r in records) or island.best().latency_ms == fake_latency_ms(seed):
+    while not any(r.proposal.mutator == "swap-2" for r in history(log)) or \
+            island.best().latency_ms == fake_latency_ms(seed):
         island.step()
         assert island.generation < 20
-    statuses = {r.origin.mutator: r.evaluation.status for r in records if r.origin.generation > 0}
+    statuses = {r.proposal.mutator: r.evaluation.status for r in history(log) if r.proposal.generation > 0}
     assert statuses == {"swap": Status.OK, "swap-2": Status.WRONG_OUTPUT}
     assert island.best().candidate.source.startswith('"""Correct: the whole row in one block')
 

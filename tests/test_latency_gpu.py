@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from evo.contracts.candidate import Candidate
+from evo.contracts.config import EvaluationConfig
 from evo.contracts.native_task import NativeTask
 from evo.contracts.verdict import LatencySource
-from fitness.evaluate import EvalSettings, Evaluator
-from fitness.latency.stage import LatencySettings
+from fitness.evaluate import Evaluator
 
 from .conftest import ROOT, has_cuda
 
@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_cuda(), reason="needs 
 
 def test_the_known_better_softmax_measures_faster_than_its_seed_on_cuda():
     task = NativeTask(ROOT / "tasks/softmax")
-    settings = EvalSettings(latency=LatencySettings(baselines=("seed", "torch")))
+    settings = EvaluationConfig(baselines=["seed", "torch"])
     with Evaluator(task, settings, device="cuda") as ev:
         r = ev.evaluate(Candidate.from_file(ROOT / "tasks/softmax/known_better.py"))
     assert r.ok, r.reason
@@ -29,4 +29,4 @@ def test_the_known_better_softmax_measures_faster_than_its_seed_on_cuda():
     assert set(r.latency_detail["session_baselines_ms"]) == {"seed", "torch"}
     assert set(r.latency_detail["baselines_ms"]) == {"seed", "torch"}
     spin = r.latency_detail["spin_up"]
-    assert spin["ms"] >= LatencySettings().spin_up.min_ms and spin["chunks"] >= 1
+    assert spin["ms"] >= EvaluationConfig().spin_up.min_ms and spin["chunks"] >= 1

@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from evo.contracts.candidate import Candidate
+from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import NativeTask, library_tasks
 from evo.contracts.verdict import LatencySource, Status
-from fitness.evaluate import EvalSettings, Evaluator
+from fitness.evaluate import Evaluator
 from fitness.latency.model import ModelLatency
-from fitness.latency.stage import LatencyMode, LatencySettings
 from fitness.sandbox.process import Worker, scrubbed_env
 
 from .conftest import CANDIDATES, ROOT
@@ -32,7 +32,7 @@ def model() -> Iterator[Model]:
 
     def get(name: str) -> ModelLatency:
         if name not in made:
-            made[name] = ModelLatency(NativeTask(ROOT / "tasks" / name), LatencySettings(mode=LatencyMode.MODEL),
+            made[name] = ModelLatency(NativeTask(ROOT / "tasks" / name), EvaluationConfig(latency=LatencyMode.MODEL),
                                       interp_worker=interp, compile_worker=compiler)
         return made[name]
 
@@ -118,7 +118,7 @@ def test_addresses_that_depend_on_data_are_reported(model: Model):
 def test_the_model_is_deterministic(model: Model):
     c = Candidate.from_file(ROOT / "tasks/reduction/known_better.py")
     first = model("reduction").measure(c)
-    again = ModelLatency(NativeTask(ROOT / "tasks/reduction"), LatencySettings(),
+    again = ModelLatency(NativeTask(ROOT / "tasks/reduction"), EvaluationConfig(),
                          interp_worker=model("reduction").interp, compile_worker=model("reduction").compiler)
     assert again.measure(c).latency_ms == first.latency_ms
     assert [x["kernel"] for x in first.detail["launches"]] == ["_partial_sums", "_sum_partials"]
@@ -139,7 +139,7 @@ def test_each_known_better_kernel_is_modelled_faster_than_its_seed(model: Model,
 def test_the_head_blocked_split_cache_mla_kernel_is_modelled_well_above_the_seed():
     """Issue 7, through the evaluator as a campaign on a CPU sees it: checked, then modelled."""
     task = NativeTask(ROOT / "tasks" / "mla_decode")
-    with Evaluator(task, EvalSettings(timeout_s=120), device="cpu") as ev:
+    with Evaluator(task, EvaluationConfig(timeout_s=120), device="cpu") as ev:
         result = ev.evaluate(Candidate.from_file(ROOT / "tasks/mla_decode/known_better.py"))
     assert result.status is Status.OK, result.reason
     assert result.latency_source is LatencySource.MODEL

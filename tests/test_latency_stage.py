@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from evo.contracts.candidate import Candidate
+from evo.contracts.config import EvaluationConfig
 from evo.contracts.native_task import NativeTask
 from evo.contracts.verdict import Evaluation, LatencySource, Status
 from fitness.latency.cuda import CudaLatency
-from fitness.latency.stage import LatencySettings, speed_of_light_violation
+from fitness.latency.result import speed_of_light_violation
 
 from .conftest import ROOT
 from .test_cli import evo, last_json
@@ -89,7 +90,7 @@ def matmul() -> NativeTask:
 
 
 def measure(task: NativeTask, worker: ScriptedCudaWorker) -> Any:
-    lat = CudaLatency(task, LatencySettings(), worker=worker)  # type: ignore[arg-type]
+    lat = CudaLatency(task, EvaluationConfig(), worker=worker)  # type: ignore[arg-type]
     return lat, lat.measure(Candidate.from_file(ROOT / "tasks/matmul/known_better.py"))
 
 
@@ -157,7 +158,7 @@ def test_the_first_timing_op_of_a_worker_session_spins_the_gpu_up_longest(matmul
     w = ScriptedCudaWorker({"seed": 4.0, "torch": 0.25, "torch_compile": 0.22, "candidate": 0.2})
     lat, _ = measure(matmul, w)
     lat.measure(Candidate.from_file(ROOT / "tasks/matmul/known_better.py"))
-    first, later = LatencySettings().spin_up_first.min_ms, LatencySettings().spin_up.min_ms
+    first, later = EvaluationConfig().spin_up_first.min_ms, EvaluationConfig().spin_up.min_ms
     assert first > later
     assert w.spin_ups == [first, later, later]  # seed with the torch baselines, then two candidates
     w.starts += 1  # a replaced worker is a new session: clocked down again
@@ -178,7 +179,7 @@ def test_a_worker_set_up_for_another_task_meanwhile_retimes_and_keeps_the_seed_a
 
 def test_without_a_working_seed_the_torch_baselines_are_timed_alone_and_alongside(matmul):
     w = ScriptedCudaWorker({"torch": 0.25, "torch_compile": 0.22, "candidate": 0.2})
-    lat = CudaLatency(matmul, LatencySettings(), worker=w)  # type: ignore[arg-type]
+    lat = CudaLatency(matmul, EvaluationConfig(), worker=w)  # type: ignore[arg-type]
     original = w.request
 
     def request(msg: dict[str, Any], timeout: float) -> dict[str, Any]:

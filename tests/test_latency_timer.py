@@ -9,9 +9,9 @@ import pytest
 
 from fitness.latency.timer import (
     Session,
-    SpinUpSettings,
+    SpinUpConfig,
     Subject,
-    TimerSettings,
+    TimerConfig,
     _schedule,
     measure,
     measure_interleaved,
@@ -37,7 +37,7 @@ class FakeClock:
         return d
 
 
-def run_timer(durations: list[float], settings: TimerSettings, *, wrong_after: int | None = None):
+def run_timer(durations: list[float], settings: TimerConfig, *, wrong_after: int | None = None):
     log: list[str] = []
     outputs: dict[int, float] = {}
     remembered: dict[int, float] = {}
@@ -70,7 +70,7 @@ def timed_section(log: list[str], copies: int, warmup: int) -> list[str]:
 
 def test_the_median_of_the_timed_repetitions_is_reported():
     durations = [1.0, 9.0, 2.0, 3.0, 100.0]  # one stray slow repetition
-    s = TimerSettings(warmup_reps=1, rep_ms=10.0, min_reps=5, max_reps=5, copies=2)
+    s = TimerConfig(warmup_reps=1, rep_ms=10.0, min_reps=5, max_reps=5, copies=2)
     timing, _ = run_timer(durations, s)
     # the warm-up estimate consumed the first duration; the 5 timed ones follow in rotation
     timed = [durations[i % 5] for i in range(1, 6)]
@@ -80,7 +80,7 @@ def test_the_median_of_the_timed_repetitions_is_reported():
 
 
 def test_every_repetition_is_poisoned_and_flushed_then_timed_alone():
-    s = TimerSettings(warmup_reps=2, rep_ms=10.0, min_reps=6, max_reps=6, copies=3)
+    s = TimerConfig(warmup_reps=2, rep_ms=10.0, min_reps=6, max_reps=6, copies=3)
     timing, log = run_timer([0.5], s)
     timed = timed_section(log, 3, 2)
     assert len(timed) == 5 * timing.reps
@@ -90,7 +90,7 @@ def test_every_repetition_is_poisoned_and_flushed_then_timed_alone():
 
 
 def test_inputs_rotate_through_every_copy():
-    s = TimerSettings(warmup_reps=1, rep_ms=10.0, min_reps=8, max_reps=8, copies=4)
+    s = TimerConfig(warmup_reps=1, rep_ms=10.0, min_reps=8, max_reps=8, copies=4)
     _, log = run_timer([0.5], s)
     runs = [e for e in timed_section(log, 4, 1) if e.startswith("run")]
     assert runs == [f"run{r % 4}" for r in range(8)]
@@ -98,14 +98,14 @@ def test_inputs_rotate_through_every_copy():
 
 
 def test_repetitions_fill_the_time_budget_within_bounds():
-    s = TimerSettings(warmup_reps=3, rep_ms=100.0, min_reps=10, max_reps=500, copies=2)
+    s = TimerConfig(warmup_reps=3, rep_ms=100.0, min_reps=10, max_reps=500, copies=2)
     assert run_timer([2.0], s)[0].reps == 50
     assert run_timer([50.0], s)[0].reps == 10  # at least min_reps
     assert run_timer([0.001], s)[0].reps == 500  # at most max_reps
 
 
 def test_outputs_that_change_while_timed_fail_the_recheck():
-    s = TimerSettings(warmup_reps=1, rep_ms=10.0, min_reps=4, max_reps=4, copies=2)
+    s = TimerConfig(warmup_reps=1, rep_ms=10.0, min_reps=4, max_reps=4, copies=2)
     good, _ = run_timer([1.0], s)
     assert good.recheck_failure is None
     bad, _ = run_timer([1.0], s, wrong_after=3)  # right in the untimed runs, wrong later
@@ -140,7 +140,7 @@ class RampingGpu:
         return Subject(name, lambda i: self.work(name), **kw)  # type: ignore[arg-type]
 
 
-SETTINGS = TimerSettings(warmup_reps=3, rep_ms=100.0, min_reps=10, max_reps=500, copies=2)
+SETTINGS = TimerConfig(warmup_reps=3, rep_ms=100.0, min_reps=10, max_reps=500, copies=2)
 
 
 def ratio(session: Session, a: str, b: str) -> float:
@@ -154,7 +154,7 @@ def test_interleaved_subjects_take_turns_each_poisoned_flushed_and_on_its_own_co
     def subject(name: str) -> Subject:
         return Subject(name, lambda i: log.append(f"run {name}{i}"), prepare=lambda i: log.append(f"poison {name}{i}"))
 
-    s = TimerSettings(warmup_reps=1, rep_ms=10.0, min_reps=4, max_reps=4, copies=2)
+    s = TimerConfig(warmup_reps=1, rep_ms=10.0, min_reps=4, max_reps=4, copies=2)
     session = measure_interleaved([subject("c"), subject("seed")], clock=clock, flush=lambda: log.append("flush"),
                                   settings=s)
     assert {n: t.reps for n, t in session.timings.items()} == {"c": 4, "seed": 4}
@@ -189,7 +189,7 @@ def test_interleaving_keeps_the_ratio_while_clocks_ramp_where_timing_one_after_t
     assert ratio(session, "seed", "candidate") == pytest.approx(true_ratio, rel=0.05)
 
     gpu = RampingGpu({"seed": 2.0, "candidate": 1.0})
-    spun = spin_up(lambda: gpu.work("spin", 2.0), clock=gpu, settings=SpinUpSettings(min_ms=50.0, max_ms=2000.0))
+    spun = spin_up(lambda: gpu.work("spin", 2.0), clock=gpu, settings=SpinUpConfig(min_ms=50.0, max_ms=2000.0))
     assert spun.settled and spun.first_ms == 6.0 and spun.last_ms == 2.0
     session = measure_interleaved([gpu.subject("candidate"), gpu.subject("seed")], clock=gpu, flush=lambda: None,
                                   settings=SETTINGS)
@@ -199,12 +199,12 @@ def test_interleaving_keeps_the_ratio_while_clocks_ramp_where_timing_one_after_t
 def test_spin_up_runs_at_least_min_ms_and_stops_once_chunks_stop_getting_faster():
     log: list[str] = []
     chunks = [10.0, 8.0, 6.0, 4.0, 3.0, 3.0, 3.01, 2.99, 3.0, 3.0]
-    spun = spin_up(lambda: None, clock=FakeClock(chunks, log), settings=SpinUpSettings(min_ms=10.0, settle_chunks=3))
+    spun = spin_up(lambda: None, clock=FakeClock(chunks, log), settings=SpinUpConfig(min_ms=10.0, settle_chunks=3))
     assert spun.settled and spun.chunks == 8 and spun.ms == sum(chunks[:8])  # 3.0 then three no faster
-    spun = spin_up(lambda: None, clock=FakeClock([1.0], log), settings=SpinUpSettings(min_ms=50.0))
+    spun = spin_up(lambda: None, clock=FakeClock([1.0], log), settings=SpinUpConfig(min_ms=50.0))
     assert spun.settled and spun.chunks == 50  # settled at once, but busy for min_ms
     falling = [100.0 / (i + 1) for i in range(1000)]  # never settles: stopped by max_ms
-    spun = spin_up(lambda: None, clock=FakeClock(falling, log), settings=SpinUpSettings(min_ms=10.0, max_ms=300.0))
+    spun = spin_up(lambda: None, clock=FakeClock(falling, log), settings=SpinUpConfig(min_ms=10.0, max_ms=300.0))
     assert not spun.settled and 300.0 <= spun.ms < 300.0 + 100.0
 
 
@@ -218,7 +218,7 @@ def test_an_optional_subject_that_fails_is_dropped_and_reported_and_a_required_o
             raise RuntimeError("torch.compile gave up")
         gpu.work("candidate")
 
-    s = TimerSettings(warmup_reps=2, rep_ms=10.0, min_reps=4, max_reps=4, copies=2)
+    s = TimerConfig(warmup_reps=2, rep_ms=10.0, min_reps=4, max_reps=4, copies=2)
     session = measure_interleaved([gpu.subject("candidate"), Subject("torch_compile", flaky, optional=True)],
                                   clock=gpu, flush=lambda: None, settings=s)
     assert set(session.timings) == {"candidate"} and session.timings["candidate"].reps == 4

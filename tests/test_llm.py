@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from evo.contracts.candidate import Candidate
-from evo.contracts.mutator_config import LLMConfig, build_mutator
+from evo.contracts.mutator_config import LLMConfig
 from evo.contracts.native_task import NativeTask
+from evo.contracts.records import Individual, Proposal
 from evo.contracts.verdict import Evaluation, LatencySource, Status
-from mutators.base import MutationContext, Proposal, Scored
+from mutators.base import MutationContext
+from mutators.factory import build_mutator
 from mutators.llm import LLMMutator
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
@@ -42,11 +44,11 @@ def task() -> NativeTask:
 
 
 @pytest.fixture
-def parent(task: NativeTask) -> Scored:
+def parent(task: NativeTask) -> Individual:
     seed = Candidate.from_source(task.seed_source or "")
     ev = fake_evaluate(task.key)(seed, "full").with_(
         speedups={"torch": 0.25}, latency_detail={"fraction_of_roofline": 0.031, "registers": 40})
-    return Scored(seed, ev)
+    return Individual(Proposal(seed, "seed"), ev)
 
 
 @pytest.fixture(autouse=True)
@@ -94,15 +96,18 @@ def test_the_prompt_shows_reference_contract_fitness_failures_inspirations_and_h
     tuned = parent.candidate.with_params(BLOCK=256)
     failing = Candidate(parent.candidate.source.replace("tl.exp(", "tl.exp2("), dict(parent.candidate.params))
     failures = [
-        (Proposal(failing, "llm", (parent.candidate.id,)),
-         Evaluation(failing.id, task.key, "cpu", Status.WRONG_OUTPUT, reason="output 0 wrong at size {...}",
-                    error=3.0, max_error_ratio=812.0, mismatch_fraction=0.93, worst_case='size {"rows": 7}')),
-        (Proposal(failing, "llm", ()), Evaluation("x", task.key, "cpu", Status.COMPILE_ERROR,
-                                                  reason="CompilationError: at 12:8: unsupported tensor shape")),
+        Individual(Proposal(failing, "llm", (parent.candidate.id,)),
+                   Evaluation(failing.id, task.key, "cpu", Status.WRONG_OUTPUT, reason="output 0 wrong at size {...}",
+                              error=3.0, max_error_ratio=812.0, mismatch_fraction=0.93,
+                              worst_case='size {"rows": 7}')),
+        Individual(Proposal(failing, "llm", ()),
+                   Evaluation("x", task.key, "cpu", Status.COMPILE_ERROR,
+                              reason="CompilationError: at 12:8: unsupported tensor shape")),
     ]
-    elite = Scored(Candidate.from_source(GOOD), Evaluation("e", task.key, "cpu", Status.OK, error=0.0,
-                                                           latency_ms=0.5, latency_source=LatencySource.MODEL))
-    shown = Scored(tuned, parent.evaluation)
+    elite = Individual(Proposal(Candidate.from_source(GOOD), "seed"),
+                       Evaluation("e", task.key, "cpu", Status.OK, error=0.0, latency_ms=0.5,
+                                  latency_source=LatencySource.MODEL))
+    shown = Individual(Proposal(tuned, "seed"), parent.evaluation)
     with FakeOpenAI([Reply(GOOD_REPLY)]) as server:
         make(server, tmp_path).propose(shown, ctx(task, recent_failures=failures, elites=[elite],
                                                   hardware="NVIDIA H100 SXM (model)"))
@@ -214,7 +219,8 @@ def test_record_then_replay_reruns_exactly_without_a_network(task, parent, tmp_p
     key = [[(p.candidate.id if p.candidate else None, p.error, p.cost_usd) for p in ps] for ps in first]
     assert key == [[(p.candidate.id if p.candidate else None, p.error, p.cost_usd) for p in ps] for ps in again]
     assert replay.stats()["spent_usd"] == live.stats()["spent_usd"]
-    (miss,) = replay.propose(parent.__class__(parent.candidate.with_params(BLOCK=512), parent.evaluation), ctx(task))
+    (miss,) = replay.propose(Individual(Proposal(parent.candidate.with_params(BLOCK=512), "seed"), parent.evaluation),
+                             ctx(task))
     assert miss.candidate is None and "no recorded reply" in miss.error
 
 

@@ -7,9 +7,11 @@ import random
 from pathlib import Path
 
 from evo.contracts.candidate import Candidate
-from evo.contracts.mutator_config import LLMConfig, build_mutator
+from evo.contracts.mutator_config import LLMConfig
 from evo.contracts.native_task import NativeTask
-from mutators.base import MutationContext, Scored
+from evo.contracts.records import Individual, Proposal
+from mutators.base import MutationContext
+from mutators.factory import build_mutator
 from mutators.llm_prompt import build_messages, current_kernel, source_with_params
 from tests.fakes.standin import fake_evaluate
 
@@ -18,8 +20,8 @@ RECORD = ROOT / "configs" / "llm_records" / "softmax_standin.jsonl"
 TASK = NativeTask(ROOT / "tasks" / "softmax")
 
 
-def scored(c: Candidate) -> Scored:
-    return Scored(c, fake_evaluate(TASK.key)(c, "full"))
+def scored(c: Candidate) -> Individual:
+    return Individual(Proposal(c, "seed"), fake_evaluate(TASK.key)(c, "full"))
 
 
 def ctx(hardware: str = "") -> MutationContext:
@@ -34,7 +36,8 @@ def replay(tmp_path: Path):
 
 def test_the_prompt_shows_the_kernel_replay_matches_on():
     seed = Candidate.from_source(TASK.seed_source or "")
-    msgs = build_messages(TASK, scored(seed), failures=["- wrong_output: something"], inspirations=[], hardware="h100")
+    msgs = build_messages(TASK, scored(seed), failures=["- wrong_output: something"], inspirations=[], hardware="h100",
+                          cfg=LLMConfig())
     assert current_kernel(msgs).strip("\n") == source_with_params(seed).strip("\n")
 
 

@@ -5,14 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from evo.contracts.mutator_config import (
-    LLMConfig,
-    MutatorConfig,
-    OptunaConfig,
-    SelectionConfig,
-    StokeConfig,
-    build_mutator,
-)
+from evo.contracts.mutator_config import LLMConfig, MutatorConfig, OptunaConfig, SelectionConfig, StokeConfig
+from mutators.factory import build_mutator
 from mutators.llm import LLMMutator
 from mutators.optuna_tuner import OptunaMutator
 from mutators.stoke import StokeMutator
@@ -28,15 +22,17 @@ def test_entries_are_chosen_by_kind_and_unknown_kinds_name_the_valid_ones():
         ENTRY.validate_python({"kind": "stoke", "chain_lenght": 3})
 
 
-def test_bad_values_are_clear_errors():
-    with pytest.raises(ValidationError, match="unknown STOKE move"):
-        StokeConfig(move_weights={"teleport": 1.0})
+def test_bad_values_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="unknown STOKE move"):
+        build_mutator(StokeConfig(move_weights={"teleport": 1.0}), run_dir=tmp_path, seed=0)
+    with pytest.raises(ValidationError, match="at least one > 0"):
+        StokeConfig(move_weights={"param x2": 0.0})
     with pytest.raises(ValidationError, match="names an environment variable"):
         LLMConfig(api_key_env="sk-abc123")
     with pytest.raises(ValidationError):
-        OptunaConfig(sampler="bohb")  # type: ignore[arg-type]
+        OptunaConfig(sampler="bohb")
     with pytest.raises(ValidationError):
-        SelectionConfig(policy="epsilon")  # type: ignore[arg-type]
+        SelectionConfig(policy="epsilon")
 
 
 def test_build_mutator_builds_every_kind(tmp_path, monkeypatch):

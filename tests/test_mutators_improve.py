@@ -17,11 +17,13 @@ from pathlib import Path
 import pytest
 
 from bench.mutators_alone import Solo, run_alone
-from evo.contracts.mutator_config import LLMConfig, OptunaConfig, StokeConfig, build_mutator
+from evo.contracts.config import EvaluationConfig
+from evo.contracts.mutator_config import LLMConfig, OptunaConfig, StokeConfig
 from evo.contracts.native_task import NativeTask
 from evo.contracts.task import Task
 from evo.contracts.verdict import LatencySource
-from fitness.evaluate import EvalSettings, Evaluator
+from fitness.evaluate import Evaluator
+from mutators.factory import build_mutator
 from mutators.optuna_tuner import OptunaMutator
 from mutators.stoke import StokeMutator
 from tests.fakes.openai_server import FakeOpenAI, Reply
@@ -45,7 +47,7 @@ def evaluators() -> Iterator[dict[str, tuple[Task, Evaluator]]]:
     out: dict[str, tuple[Task, Evaluator]] = {}
     for name in ("softmax", "matmul"):
         task = NativeTask(ROOT / "tasks" / name)
-        out[name] = (task, Evaluator(task, EvalSettings(timeout_s=120.0, memory_mb=2048), device="cpu"))
+        out[name] = (task, Evaluator(task, EvaluationConfig(timeout_s=120.0, memory_mb=2048), device="cpu"))
     yield out
     for _, ev in out.values():
         ev.close()
@@ -60,7 +62,7 @@ def _assert_improved(solo: Solo, kind: str) -> None:
     assert seed.latency_source is LatencySource.MODEL and best.latency_source is LatencySource.MODEL
     assert solo.improved, f"no gain over the seed ({seed.latency_ms} ms)"
     assert best.ok and best.level == "full"
-    assert solo.best.origin.mutator == kind and solo.best.origin.generation >= 1
+    assert solo.best.proposal.mutator == kind and solo.best.proposal.generation >= 1
 
 
 @pytest.mark.parametrize("name", ["softmax", "matmul"])

@@ -10,9 +10,11 @@ import pytest
 from optuna.trial import TrialState
 
 from evo.contracts.candidate import Candidate
+from evo.contracts.mutator_config import OptunaConfig
 from evo.contracts.native_task import NativeTask
+from evo.contracts.records import Individual, Proposal
 from evo.contracts.verdict import Evaluation, Status
-from mutators.base import MutationContext, Scored
+from mutators.base import MutationContext
 from mutators.known_configs import TRITON_TUTORIAL_MATMUL, known_configs
 from mutators.optuna_space import Encoding, derived_space, open_storage
 from mutators.optuna_tuner import OptunaMutator
@@ -34,12 +36,12 @@ def softmax() -> NativeTask:
     return NativeTask(ROOT / "tasks" / "softmax")
 
 
-def seed_of(task: NativeTask) -> Scored:
+def seed_of(task: NativeTask) -> Individual:
     c = Candidate.from_source(task.seed_source or "")
-    return Scored(c, fake_evaluate(task.key)(c, "full"))
+    return Individual(Proposal(c, "seed"), fake_evaluate(task.key)(c, "full"))
 
 
-def loop(m: OptunaMutator, task: NativeTask, rounds: int, parent: Scored | None = None) -> list:
+def loop(m: OptunaMutator, task: NativeTask, rounds: int, parent: Individual | None = None) -> list:
     evaluate = fake_evaluate(task.key)
     parent = parent or seed_of(task)
     ctx = MutationContext(task=task, rng=random.Random(0), evaluate=evaluate)
@@ -57,7 +59,7 @@ def study(m: OptunaMutator, task: NativeTask) -> optuna.Study:
 
 
 def test_known_good_configs_are_tried_first_in_the_candidates_names(matmul, tmp_path):
-    m = OptunaMutator(journal_path=tmp_path / "j.log", seed=0, trials_per_proposal=3)
+    m = OptunaMutator(OptunaConfig(trials_per_proposal=3), journal_path=tmp_path / "j.log", seed=0)
     props = loop(m, matmul, rounds=1)
     first = props[0].candidate.params
     tutorial = TRITON_TUTORIAL_MATMUL[0]
@@ -77,7 +79,7 @@ def test_known_configs_skip_names_and_values_the_candidate_lacks():
 
 
 def test_failures_are_told_as_fail_and_latencies_as_values(softmax, tmp_path):
-    m = OptunaMutator(journal_path=tmp_path / "j.log", seed=0, trials_per_proposal=2)
+    m = OptunaMutator(OptunaConfig(trials_per_proposal=2), journal_path=tmp_path / "j.log", seed=0)
     parent = seed_of(softmax)
     ctx = MutationContext(task=softmax, rng=random.Random(0), evaluate=fake_evaluate(softmax.key))
     ok, bad = m.propose(parent, ctx)
@@ -91,7 +93,7 @@ def test_failures_are_told_as_fail_and_latencies_as_values(softmax, tmp_path):
 
 
 def test_a_config_already_tried_is_not_proposed_again(softmax, tmp_path):
-    m = OptunaMutator(journal_path=tmp_path / "j.log", seed=0, sampler="random", trials_per_proposal=4)
+    m = OptunaMutator(OptunaConfig(sampler="random", trials_per_proposal=4), journal_path=tmp_path / "j.log", seed=0)
     props = loop(m, softmax, rounds=6)
     keys = [tuple(sorted(p.candidate.params.items())) for p in props]
     assert len(keys) == len(set(keys))
@@ -100,9 +102,10 @@ def test_a_config_already_tried_is_not_proposed_again(softmax, tmp_path):
 
 def test_studies_survive_a_resume_and_are_shared_through_the_journal(softmax, tmp_path):
     journal = tmp_path / "optuna.journal"
-    first = OptunaMutator(journal_path=journal, seed=0, trials_per_proposal=3)
+    first = OptunaMutator(OptunaConfig(trials_per_proposal=3), journal_path=journal, seed=0)
     before = loop(first, softmax, rounds=2)
-    resumed = OptunaMutator(journal_path=journal, seed=0, trials_per_proposal=3)  # a new process, same run dir
+    # a new process, same run dir
+    resumed = OptunaMutator(OptunaConfig(trials_per_proposal=3), journal_path=journal, seed=0)
     after = loop(resumed, softmax, rounds=1)
     assert {p.meta["study"] for p in after} == {p.meta["study"] for p in before}
     assert not {p.candidate.id for p in after} & {p.candidate.id for p in before}
@@ -110,19 +113,19 @@ def test_studies_survive_a_resume_and_are_shared_through_the_journal(softmax, tm
 
 
 def test_one_study_per_kernel_structure(softmax, tmp_path):
-    m = OptunaMutator(journal_path=tmp_path / "j.log", seed=0, trials_per_proposal=1)
+    m = OptunaMutator(OptunaConfig(trials_per_proposal=1), journal_path=tmp_path / "j.log", seed=0)
     seed = seed_of(softmax)
     other_source = seed.candidate.source.replace("tl.exp(", "tl.exp2(1.4426950408889634 * ")
     other_c = Candidate(other_source, seed.candidate.params)
-    other = Scored(other_c, fake_evaluate(softmax.key)(other_c, "full"))
+    other = Individual(Proposal(other_c, "seed"), fake_evaluate(softmax.key)(other_c, "full"))
     (a,), (b,) = loop(m, softmax, 1, seed), loop(m, softmax, 1, other)
     assert a.meta["study"] != b.meta["study"] and m.stats()["studies"] == 2
 
 
 @pytest.mark.parametrize("sampler", ["tpe", "gp", "random", "cmaes", "nsga2"])
 def test_every_sampler_tunes_the_numeric_space(sampler, matmul, tmp_path):
-    m = OptunaMutator(journal_path=tmp_path / "j.log", seed=1, sampler=sampler, trials_per_proposal=4,
-                      enqueue_known=False)
+    m = OptunaMutator(OptunaConfig(sampler=sampler, trials_per_proposal=4, enqueue_known=False),
+                      journal_path=tmp_path / "j.log", seed=1)
     props = loop(m, matmul, rounds=3)
     assert len(props) >= 6
     best = m.best(matmul.key, seed_of(matmul).candidate)
@@ -154,15 +157,16 @@ def test_a_categorical_space_works_with_cmaes(tmp_path, softmax):
         'SPACE = {', 'SPACE = {"evict": ["evict_first", "evict_last"], ').replace(
         "def launch(x, y, *, BLOCK, num_warps):", "def launch(x, y, *, BLOCK, num_warps, evict='evict_last'):")
     c = Candidate.from_source(source)
-    m = OptunaMutator(journal_path=tmp_path / "j.log", seed=0, sampler="cmaes", trials_per_proposal=3)
-    props = loop(m, softmax, 2, Scored(c, fake_evaluate(softmax.key)(c, "full")))
+    m = OptunaMutator(OptunaConfig(sampler="cmaes", trials_per_proposal=3), journal_path=tmp_path / "j.log", seed=0)
+    props = loop(m, softmax, 2, Individual(Proposal(c, "seed"), fake_evaluate(softmax.key)(c, "full")))
     assert props and all(p.candidate.params["evict"] in ("evict_first", "evict_last") for p in props)
 
 
 def test_storage_accepts_rdb_urls_and_rejects_others(tmp_path, softmax):
-    m = OptunaMutator(journal_path=tmp_path / "unused", seed=0, storage=f"sqlite:///{tmp_path / 'o.db'}")
+    m = OptunaMutator(OptunaConfig(storage=f"sqlite:///{tmp_path / 'o.db'}"), journal_path=tmp_path / "unused",
+                      seed=0)
     assert loop(m, softmax, 1) and (tmp_path / "o.db").is_file() and not (tmp_path / "unused").exists()
     with pytest.raises(ValueError, match="expected an RDB URL"):
         open_storage("redis://localhost:6379", tmp_path / "j")
-    with pytest.raises(ValueError, match="unknown optuna sampler 'bohb'"):
-        OptunaMutator(journal_path=tmp_path / "j", sampler="bohb")
+    with pytest.raises(ValueError, match="sampler"):
+        OptunaConfig(sampler="bohb")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from evo.app.run_store import MsgpackLog
+from evo.contracts.history import MsgpackLog
 
 from .conftest import ROOT
 from .ray_head import RAY, RayHead

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from evo.app.run_store import MsgpackLog, RunStore, pack, unpack
+from evo.app.run_store import RunStore
+from evo.contracts.config import BudgetConfig, Config, TaskConfig
+from evo.contracts.history import MsgpackLog, pack, unpack
 
 
 def test_a_record_cut_short_is_dropped_and_cut_off_before_appending(tmp_path):
@@ -18,7 +20,8 @@ def test_a_record_cut_short_is_dropped_and_cut_off_before_appending(tmp_path):
 
 
 def test_checkpoints_are_complete_or_absent_and_only_the_last_two_are_kept(tmp_path):
-    store = RunStore.create(tmp_path, "demo", {"name": "demo"}, config_dir=tmp_path)
+    config = Config(name="demo", task=TaskConfig(name="softmax"), budget=BudgetConfig(generations=1))
+    store = RunStore.create(tmp_path, config, config_dir=tmp_path)
     assert store.latest_checkpoint() is None
     for gen in range(1, 5):
         store.write_checkpoint(gen, {"generation": gen}, {0: pack({"g": gen}), 1: pack({"g": -gen})})
@@ -28,4 +31,4 @@ def test_checkpoints_are_complete_or_absent_and_only_the_last_two_are_kept(tmp_p
     assert {i: unpack(b) for i, b in cp.islands.items()} == {0: {"g": 4}, 1: {"g": -4}}
     assert sorted(p.name for p in store.checkpoints.glob("gen-*")) == ["gen-000003", "gen-000004", "gen-000009"]
     again = RunStore.open(store.path)
-    assert again.config_data() == {"name": "demo"} and again.config_dir() == tmp_path
+    assert again.config() == config and again.config_dir() == tmp_path

@@ -9,9 +9,10 @@ from collections import Counter
 import pytest
 
 from evo.contracts.candidate import Candidate
-from evo.contracts.mutator_config import LLMConfig, OptunaConfig, SelectionConfig, StokeConfig, build_selector
+from evo.contracts.mutator_config import LLMConfig, OptunaConfig, SelectionConfig, StokeConfig, entry_names
 from evo.contracts.verdict import Evaluation, Status
 from mutators.base import Proposal
+from mutators.factory import build_selector
 from mutators.selection import UCB1, FixedWeights, Outcome, Thompson, elite_share, format_table, pull_reward
 
 
@@ -43,7 +44,7 @@ def test_an_outcome_is_read_from_a_proposal_and_its_evaluation():
 
 
 def test_fixed_weights_follow_the_weights_and_never_pick_a_zero_weight():
-    sel = FixedWeights({"stoke": 3.0, "optuna": 1.0, "llm": 0.0})
+    sel = FixedWeights({"stoke": 3.0, "optuna": 1.0, "llm": 0.0}, SelectionConfig())
     rng = random.Random(0)
     counts = Counter(sel.choose(rng) for _ in range(4000))
     assert counts["llm"] == 0 and 2.5 < counts["stoke"] / counts["optuna"] < 3.5
@@ -52,7 +53,7 @@ def test_fixed_weights_follow_the_weights_and_never_pick_a_zero_weight():
 
 
 def test_ucb1_tries_everything_once_then_prefers_the_better_reward():
-    sel = UCB1(["a", "b", "c"], exploration=0.2)
+    sel = UCB1(["a", "b", "c"], SelectionConfig(exploration=0.2))
     rng = random.Random(0)
     assert [sel.choose(rng) for _ in range(1)] == ["a"]
     for name in ("a", "b", "c"):
@@ -67,7 +68,7 @@ def test_ucb1_tries_everything_once_then_prefers_the_better_reward():
 
 
 def test_thompson_sampling_learns_which_mutator_pays():
-    sel = Thompson(["good", "bad"])
+    sel = Thompson(["good", "bad"], SelectionConfig())
     rng = random.Random(1)
     picks = []
     for _ in range(200):
@@ -79,7 +80,7 @@ def test_thompson_sampling_learns_which_mutator_pays():
 
 
 def test_stats_report_and_checkpoint():
-    sel = UCB1(["stoke", "llm"])
+    sel = UCB1(["stoke", "llm"], SelectionConfig())
     sel.record("stoke", [out(2.0, 1.0), out(2.0, 3.0, correct=False)])
     sel.record("llm", [Outcome(False, False, 2.0, None, 5.0, 0.02)])
     s = sel.table["stoke"]
@@ -87,7 +88,7 @@ def test_stats_report_and_checkpoint():
     assert sel.table["llm"].cost_usd == pytest.approx(0.02)
     text = format_table(sel, elite_share(["stoke", "stoke", "seed", "llm"]))
     assert "stoke" in text.splitlines()[1] and "50.0%" in text
-    fresh = UCB1(["stoke", "llm"])
+    fresh = UCB1(["stoke", "llm"], SelectionConfig())
     fresh.load_state(sel.state())
     assert fresh.state() == sel.state()
 
@@ -100,9 +101,12 @@ def test_elite_share_counts_creators():
 def test_build_selector_from_config_entries():
     entries: list[StokeConfig | OptunaConfig | LLMConfig] = [
         StokeConfig(weight=2.0), OptunaConfig(weight=0.0), LLMConfig(name="cheap-llm")]
-    fixed = build_selector(SelectionConfig(policy="fixed"), entries)
+    weights = dict(zip(entry_names(entries), (e.weight for e in entries)))
+    fixed = build_selector(SelectionConfig(policy="fixed"), weights)
     assert isinstance(fixed, FixedWeights) and fixed.weights == {"stoke": 2.0, "optuna": 0.0, "cheap-llm": 1.0}
-    assert isinstance(build_selector(SelectionConfig(policy="thompson"), entries), Thompson)
+    assert isinstance(build_selector(SelectionConfig(policy="thompson"), weights), Thompson)
     assert isinstance(build_selector(SelectionConfig(), {"a": 1.0}), UCB1)
+    # repeated kinds get numbered names, so every entry is its own arm
+    assert entry_names([LLMConfig(), LLMConfig(temperature=0.0), StokeConfig(name="llm")]) == ["llm", "llm-2", "llm-3"]
     with pytest.raises(ValueError, match="unique"):
-        build_selector(SelectionConfig(), [LLMConfig(), LLMConfig(temperature=0.0)])
+        UCB1(["llm", "llm"], SelectionConfig())

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from evo.contracts.candidate import Candidate
+from evo.contracts.mutator_config import StokeConfig
 from evo.contracts.native_task import NativeTask
+from evo.contracts.records import Individual, Proposal
 from evo.contracts.verdict import Evaluation, Status
 from fitness.check.lint import lint
-from mutators.base import MutationContext, Scored
+from mutators.base import MutationContext
 from mutators.moves import DEFAULT_WEIGHTS, MOVE_NAMES, MOVES, move_named
 from mutators.moves_code import LOG2E, next_value
 from mutators.stoke import StokeMutator, cost
@@ -146,11 +148,19 @@ class Counting:
 
 
 def _run(task, **kw):
-    m = StokeMutator(**kw)
+    m = StokeMutator(StokeConfig(**kw))
     evaluate = Counting(task.key)
-    parent = Scored(SOFTMAX, fake_evaluate(task.key)(SOFTMAX, "full"))
+    parent = Individual(Proposal(SOFTMAX, "seed"), fake_evaluate(task.key)(SOFTMAX, "full"))
     props = m.propose(parent, MutationContext(task=task, rng=random.Random(11), evaluate=evaluate))
     return m, evaluate, parent, props
+
+
+def _walk(task, **kw):
+    """The chain `propose` walks with the same seed, and what it proposed from it."""
+    _, _, parent, props = _run(task, **kw)
+    m = StokeMutator(StokeConfig(**kw))
+    chain = m.walk(parent, MutationContext(task=task, rng=random.Random(11), evaluate=Counting(task.key)))
+    return parent, chain, props
 
 
 def test_only_valid_moves_are_evaluated_and_only_with_quick_checks(task):
@@ -159,30 +169,30 @@ def test_only_valid_moves_are_evaluated_and_only_with_quick_checks(task):
     assert len(evaluate.calls) == 12 == sum(r["valid"] for r in rows) == m.stats()["chain_steps"]
     assert sum(r["proposed"] for r in rows) > 12  # some draws had no site or failed lint, and were skipped
     assert all(level == "quick" and lint(c.source).ok for c, level in evaluate.calls)
-    assert props and props[0].inner_evaluations == 12
+    assert props and "12-step chain" in props[0].note
 
 
 def test_metropolis_acceptance_follows_the_drawn_bound(task):
-    _, _, _, (p,) = _run(task, chain_length=12)
-    trace = [{**t, "cost": math.inf if t["cost"] is None else t["cost"]} for t in p.meta["trace"]]  # None: a crash
-    assert trace and all(step["accepted"] == (step["cost"] <= step["bound"]) for step in trace)
-    current = p.meta["parent_cost"]
-    for step in trace:  # the bound is drawn above the current state's cost
-        assert step["bound"] >= current
-        if step["accepted"]:
-            current = step["cost"]
+    _, chain, (p,) = _walk(task, chain_length=12)
+    assert chain.steps and all(step.accepted == (step.cost <= step.bound) for step in chain.steps)
+    current = chain.start.cost
+    for step in chain.steps:  # the bound is drawn above the current state's cost
+        assert step.bound >= current
+        if step.accepted:
+            current = step.cost
+    outcome = chain.outcome()
+    assert outcome is not None and p.candidate == outcome[0].candidate  # propose returns the chain's outcome
 
 
 def test_a_cold_chain_only_goes_downhill_and_returns_the_best_correct_state(task):
-    _, _, parent, props = _run(task, chain_length=10, beta=1e6)
-    trace = props[0].meta["trace"] if props else []
+    parent, chain, props = _walk(task, chain_length=10, beta=1e6)
     costs = [parent.latency_ms]
-    for step in trace:
-        if step["accepted"]:
-            assert step["cost"] <= math.log(costs[-1]) + 1e-5
-            costs.append(math.exp(step["cost"]))
+    for step in chain.steps:
+        if step.accepted:
+            assert step.cost <= math.log(costs[-1]) + 1e-5
+            costs.append(math.exp(step.cost))
     if props and "best correct" in props[0].note:
-        assert props[0].meta["chain_cost"] < props[0].meta["parent_cost"]
+        assert chain.best is not None and chain.best.cost < chain.start.cost
 
 
 def test_the_move_table_is_printable_and_survives_a_checkpoint(task):
@@ -190,7 +200,7 @@ def test_the_move_table_is_printable_and_survives_a_checkpoint(task):
     table = m.table_text().splitlines()
     assert table[0].split() == ["move", "proposed", "valid", "correct", "accepted", "improved"]
     assert table[-1].startswith("total") and len(table) == len(MOVES) + 2
-    fresh = StokeMutator(chain_length=6)
+    fresh = StokeMutator(StokeConfig(chain_length=6))
     fresh.load_state(m.state())
     assert fresh.table_text() == m.table_text()
 
@@ -199,4 +209,4 @@ def test_move_weights_select_the_moves_drawn(task):
     m, _, _, _ = _run(task, chain_length=5, move_weights={"param x2": 1.0, "exp->exp2": 1.0})
     assert set(m.stats()["moves"]) == {"param x2", "exp->exp2"}
     with pytest.raises(ValueError, match="unknown STOKE move"):
-        StokeMutator(move_weights={"nope": 1.0})
+        StokeMutator(StokeConfig(move_weights={"nope": 1.0}))

@@ -6,8 +6,9 @@ import pytest
 
 from evo.app.check import reference_findings
 from evo.contracts.candidate import Candidate
+from evo.contracts.config import EvaluationConfig
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks
-from fitness.evaluate import EvalSettings, Evaluator
+from fitness.evaluate import Evaluator
 
 REQUIRED = {"vector_add", "softmax", "layernorm", "matmul", "reduction"}
 
@@ -26,6 +27,6 @@ def test_library_task_is_sound(name):
     findings = reference_findings(task)
     assert all(f.ok for f in findings), [f for f in findings if not f.ok]
     assert task.seed_source is not None
-    with Evaluator(task, EvalSettings(timeout_s=60), device="cpu") as ev:
+    with Evaluator(task, EvaluationConfig(timeout_s=60), device="cpu") as ev:
         result = ev.evaluate(Candidate.from_source(task.seed_source))
     assert result.ok, result.reason

@@ -18,9 +18,10 @@ import torch
 
 from bench.attention_precision import MUST_FAIL, kernel_source
 from evo.contracts.candidate import Candidate
+from evo.contracts.config import EvaluationConfig
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
 from evo.contracts.verdict import Status
-from fitness.evaluate import EvalSettings, Evaluator
+from fitness.evaluate import Evaluator
 
 TASKS = ("attention", "attention_causal", "mla_decode")
 ROOT = TASK_LIBRARY.parent
@@ -28,7 +29,7 @@ ROOT = TASK_LIBRARY.parent
 
 @pytest.fixture(scope="module")
 def evaluators() -> Iterator[dict[str, Evaluator]]:
-    evs = {name: Evaluator(NativeTask(TASK_LIBRARY / name), EvalSettings(timeout_s=120), device="cpu")
+    evs = {name: Evaluator(NativeTask(TASK_LIBRARY / name), EvaluationConfig(timeout_s=120), device="cpu")
            for name in TASKS}
     yield evs
     for ev in evs.values():

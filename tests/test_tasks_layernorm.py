@@ -14,11 +14,11 @@ import pytest
 
 from bench.layernorm_precision import KERNELS, run
 from evo.contracts.candidate import Candidate
+from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
 from evo.contracts.task import Tolerance
 from evo.contracts.verdict import Status
-from fitness.evaluate import EvalSettings, Evaluator
-from fitness.latency.stage import LatencyMode, LatencySettings
+from fitness.evaluate import Evaluator
 from tests.conftest import candidate
 
 
@@ -29,7 +29,7 @@ def task() -> NativeTask:
 
 @pytest.fixture(scope="module")
 def evaluator(task: NativeTask) -> Iterator[Evaluator]:
-    settings = EvalSettings(timeout_s=120, latency=LatencySettings(mode=LatencyMode.OFF))
+    settings = EvaluationConfig(timeout_s=120, latency=LatencyMode.OFF)
     with Evaluator(task, settings, device="cpu") as ev:
         yield ev
 
@@ -39,7 +39,7 @@ def strict_evaluator() -> Iterator[Evaluator]:
     """The task held to half its float32 tolerance."""
     strict = NativeTask(TASK_LIBRARY / "layernorm", dtype="float32")
     strict.tolerance_override = Tolerance(strict.tolerance.atol / 2, strict.tolerance.rtol / 2)
-    settings = EvalSettings(timeout_s=120, latency=LatencySettings(mode=LatencyMode.OFF))
+    settings = EvaluationConfig(timeout_s=120, latency=LatencyMode.OFF)
     with Evaluator(strict, settings, device="cpu") as ev:
         yield ev
 

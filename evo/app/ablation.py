@@ -28,8 +28,9 @@ from typing import IO, Any
 from evo.app.ablation_config import Ablation, RunSpec
 from evo.app.campaign_setup import CampaignHooks, prepare, prepare_config
 from evo.app.progress import IslandRow, Totals
-from evo.app.run_store import RunStore, write_atomic
-from evo.contracts.config import ConfigError
+from evo.app.run_store import RunStore
+from evo.contracts.config_file import ConfigError
+from evo.contracts.history import write_atomic
 
 STATE_FILE = "ablation.json"
 
@@ -239,7 +240,7 @@ class AblationRunner:
         if run_dir and (Path(run_dir) / "config.yaml").is_file():
             return run_dir
         for p in sorted((self.directory / "runs").glob(f"{spec.key}-*")):
-            if (p / "config.yaml").is_file() and RunStore(p).config_data().get("name") == spec.key:
+            if (p / "config.yaml").is_file() and RunStore(p).config().name == spec.key:
                 return str(p)
         return ""
 

@@ -36,16 +36,8 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from evo.app.campaign_setup import with_resolved_paths
-from evo.contracts.config import (
-    BudgetConfig,
-    Config,
-    ConfigError,
-    Strict,
-    format_validation_error,
-    parse_config,
-    read_yaml,
-    resolve_path,
-)
+from evo.contracts.config import BudgetConfig, Config, Strict
+from evo.contracts.config_file import ConfigError, format_validation_error, parse_config, read_yaml, resolve_path
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 ABLATION_KEYS = ("name", "seed", "budget", "output_dir")  # set by the ablation for every run

@@ -22,17 +22,18 @@ from evo.app.campaign_setup import (
     CampaignHooks,
     Prepared,
     actor_timeout_s,
+    budget_of,
     connect_ray,
     evaluator_plan,
 )
 from evo.app.progress import Display, IslandRow, Totals
 from evo.app.results import individual_summary, standalone_kernel
-from evo.app.settings import eval_settings
-from evo.contracts.records import Individual
+from evo.contracts.records import Individual, best_of
+from fitness.latency.stage import target_hardware
 from islands.actors import IslandSpec, start_broker, start_island
-from islands.broker import BrokerSpec, BrokerStats
+from islands.broker import BrokerSpec
+from islands.evaluation import EvaluationStats
 from islands.evaluator_actor import EvaluatorSpec, TaskSpec
-from islands.island import IslandSettings
 from islands.migration import route, targets
 from islands.report import GenerationReport
 
@@ -64,7 +65,8 @@ class Campaign:
         self.broker: Any = None
         self.actors: list[Any] = []
         self.specs: list[IslandSpec] = []
-        self.stats = BrokerStats()
+        self.stats = EvaluationStats()
+        self.budget = budget_of(self.cfg)
         self.device = ""
         self.status, self.reason = "running", ""
         self.stop_requested = False
@@ -77,8 +79,7 @@ class Campaign:
         self.started_ray = connect_ray(self.cfg)
         plan = evaluator_plan(self.cfg)
         task_spec = TaskSpec(self.cfg.task, str(self.p.config_dir))
-        ev_spec = EvaluatorSpec(task_spec, eval_settings(self.cfg), self.cfg.evaluation.device,
-                                self.hooks.evaluator_factory)
+        ev_spec = EvaluatorSpec(task_spec, self.cfg.evaluation, self.hooks.evaluator_factory)
         self.broker = start_broker(BrokerSpec(
             ev_spec, plan.count, plan.num_cpus, plan.num_gpus, self.p.task.key, str(self.store.history.path),
             actor_timeout_s(self.cfg, self.p.task)))
@@ -92,9 +93,9 @@ class Campaign:
         self.store.events.append({"kind": "resume" if self.p.resumed else "start", "time": time.time(),
                                   "evaluators": [vars(i) for i in infos], "notes": self.p.notes})
         isl = self.cfg.islands
+        hardware = target_hardware(self.cfg.evaluation, self.device, infos[0].gpu_name)
         self.specs = [IslandSpec(
-            IslandSettings(i, isl.population, isl.offspring, isl.tournament_size, isl.hall_of_fame),
-            task_spec, tuple(self.cfg.mutators), self.cfg.selection, self.cfg.seed,
+            i, isl, hardware, task_spec, tuple(self.cfg.mutators), self.cfg.selection, self.cfg.seed,
             str(self.store.path), self.hooks.mutator_factory) for i in range(isl.count)]
         cp = self.store.latest_checkpoint() if self.p.resumed else None
         if cp is not None:
@@ -197,8 +198,7 @@ class Campaign:
                                   "arrivals": [[ind.id for ind in a] for a in inbound], "stayed": stayed})
 
     def _best(self) -> Individual | None:
-        found = [b for b in ray.get([a.best.remote() for a in self.actors]) if b is not None]
-        return max(found, key=lambda ind: ind.fitness) if found else None
+        return best_of(b for b in ray.get([a.best.remote() for a in self.actors]) if b is not None)
 
     def _checkpoint(self) -> None:
         states = ray.get([a.checkpoint.remote() for a in self.actors])
@@ -212,7 +212,7 @@ class Campaign:
         self._write_results()
 
     def stop_reason(self) -> str | None:
-        b, t = self.cfg.budget, self._totals()
+        b, t = self.budget, self._totals()
         if b.generations is not None and self.generation >= b.generations:
             return f"generation budget reached ({b.generations})"
         if b.evaluations is not None and t.evaluations >= b.evaluations:

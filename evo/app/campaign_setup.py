@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from evo.app.run_store import RunStore
 from evo.contracts.candidate import Candidate
-from evo.contracts.config import Config, ConfigError, load_config, parse_config
-from evo.contracts.mutator_config import MUTATOR_KINDS, LLMConfig, build_mutator
+from evo.contracts.config import BUDGET_KEYS, BudgetConfig, Config
+from evo.contracts.config_file import ConfigError, load_config
+from evo.contracts.mutator_config import MUTATOR_KINDS, LLMConfig
 from evo.contracts.task import Task
 from islands.actors import MutatorFactory
 from islands.evaluator_actor import EvaluatorFactory, default_evaluator_factory
+from mutators.factory import build_mutator
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # keys that may change when a run is resumed: the budget (to extend a finished run)
@@ -53,6 +53,13 @@ def _dump(cfg: Config) -> dict[str, Any]:
     return cfg.model_dump(mode="json")
 
 
+def budget_of(cfg: Config) -> BudgetConfig:
+    """The campaign's budget: a campaign with no limit at all would never stop."""
+    if cfg.budget is None:
+        raise ConfigError(f"the config has no budget: add `budget:` with at least one of {', '.join(BUDGET_KEYS)}")
+    return cfg.budget
+
+
 def prepare(config_path: str | None, *, resume: str | None = None, output: str | None = None,
             hooks: CampaignHooks | None = None) -> Prepared:
     """Load the config and task, check the mutators build, and create (or reopen, for `resume`) the
@@ -71,7 +78,7 @@ def prepare_config(cfg: Config, config_dir: Path, *, output: str | Path | None =
     cfg = with_resolved_paths(cfg, config_dir)
     task, seed = task_and_seed(cfg, config_dir)
     out = Path(output or cfg.output_dir).expanduser()
-    store = RunStore.create(out.resolve(), cfg.name, _dump(cfg), config_dir=config_dir)
+    store = RunStore.create(out.resolve(), cfg, config_dir=config_dir)
     try:
         check_mutators(cfg, (hooks or CampaignHooks()).mutator_factory, store.path)
     except ConfigError:
@@ -83,7 +90,7 @@ def prepare_config(cfg: Config, config_dir: Path, *, output: str | Path | None =
 def _reopen(config_path: str | None, resume: str, hooks: CampaignHooks | None) -> Prepared:
     notes: list[str] = []
     store = RunStore.open(Path(resume))
-    cfg = parse_config(store.config_data(), source=str(store.path / "config.yaml"))
+    cfg = store.config()
     config_dir = store.config_dir()
     if config_path:
         given = with_resolved_paths(load_config(config_path), Path(config_path).resolve().parent)
@@ -94,7 +101,7 @@ def _reopen(config_path: str | None, resume: str, hooks: CampaignHooks | None) -
                               f"only {', '.join(RESUMABLE_CHANGES)} may change on --resume")
         if old["budget"] != new["budget"]:
             cfg = cfg.model_copy(update={"budget": given.budget})
-            (store.path / "config.yaml").write_text(yaml.safe_dump(_dump(cfg), sort_keys=False))
+            store.write_config(cfg)
             notes.append(f"budget changed to {new['budget']}")
     task, seed = task_and_seed(cfg, config_dir)
     check_mutators(cfg, (hooks or CampaignHooks()).mutator_factory, store.path)
@@ -106,6 +113,7 @@ def task_and_seed(cfg: Config, config_dir: Path) -> tuple[Task, Candidate]:
 
     if not cfg.mutators:
         raise ConfigError(f"the config has no mutators: add a `mutators:` list (kinds: {', '.join(MUTATOR_KINDS)})")
+    budget_of(cfg)
     task = build_task(cfg.task, config_dir)
     if not task.seed_source:
         raise ConfigError(f"task {task.name} has no seed candidate to start from (task.seed)")
@@ -194,3 +202,4 @@ def evaluator_plan(cfg: Config) -> EvaluatorPlan:
     count = e.count or max(1, int(cpus // e.cpus_per_evaluator))
     return EvaluatorPlan(count, e.cpus_per_evaluator, 0.0, f"{count} CPU evaluator(s) (cluster: {cpus} CPU, no GPU "
                                                            "used)")
+

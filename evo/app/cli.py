@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from evo.contracts.candidate import Candidate, CandidateError
-from evo.contracts.config import Config, ConfigError, load_config
+from evo.contracts.config import Config
+from evo.contracts.config_file import ConfigError, load_config, read_text
 from evo.contracts.task import Task, TaskError
 
 
@@ -34,17 +35,8 @@ def _load(config_path: str) -> tuple[Config, Task]:
     return cfg, build_task(cfg.task, Path(config_path).resolve().parent)
 
 
-def _device(cfg: Config, override: str | None) -> str:
-    from fitness.evaluate import detect_device
-
-    wanted = override or cfg.evaluation.device
-    return detect_device() if wanted == "auto" else wanted
-
-
 def _read_candidate(path: str, params_json: str | None) -> Candidate:
     p = Path(path)
-    if not p.is_file():
-        raise UsageError(f"candidate file not found: {path}")
     params = None
     if params_json:
         try:
@@ -53,7 +45,7 @@ def _read_candidate(path: str, params_json: str | None) -> Candidate:
             raise UsageError(f"--params is not valid JSON: {e}") from None
         if not isinstance(params, dict):
             raise UsageError("--params must be a JSON object, e.g. '{\"BLOCK\": 256}'")
-    return Candidate.from_source(p.read_text(), params)
+    return Candidate.from_source(read_text(p, "candidate file"), params)
 
 
 def verdict(evaluation: Any, task: Task) -> dict[str, Any]:
@@ -64,15 +56,13 @@ def verdict(evaluation: Any, task: Task) -> dict[str, Any]:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from evo.app.settings import eval_settings
     from fitness.evaluate import Evaluator
 
     cfg, task = _load(args.config)
     candidate = _read_candidate(args.candidate, args.params)
-    device = _device(cfg, args.device)
     level = "quick" if args.quick else "full"
-    with Evaluator(task, eval_settings(cfg), device=device) as ev:
-        say(f"checking candidate {candidate.id} on {task.name} ({device}, {len(ev.cases(level))} cases)")
+    with Evaluator(task, cfg.evaluation, device=args.device) as ev:
+        say(f"checking candidate {candidate.id} on {task.name} ({ev.device}, {len(ev.cases(level))} cases)")
         start = time.monotonic()
         result = ev.evaluate(candidate, level=level)
     say(f"{result.status.value}: {result.reason} ({time.monotonic() - start:.2f} s)")
@@ -86,7 +76,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from evo.app.check import Finding, reference_findings, seed_candidate
-    from evo.app.settings import eval_settings
     from fitness.evaluate import Evaluator
 
     cfg, task = _load(args.config)
@@ -96,7 +85,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if seed is None:
         findings.append(Finding("seed candidate passes", False, "the task has no seed candidate"))
     else:
-        with Evaluator(task, eval_settings(cfg), device=_device(cfg, args.device)) as ev:
+        with Evaluator(task, cfg.evaluation, device=args.device) as ev:
             r = ev.evaluate(seed)
         findings.append(Finding("seed candidate passes", r.ok, f"{r.status.value}: {r.reason}"))
     for f in findings:

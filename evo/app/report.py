@@ -18,6 +18,7 @@ from evo.app import plots
 from evo.app import run_stats as rs
 from evo.app.run_data import Record, RunData, load_run
 from evo.app.trace import Trace, credit, trace_of
+from evo.contracts.mutator_config import LLMConfig
 from mutators.llm_prompt import source_with_params
 
 STATUS_TONE = {"finished": "good", "running": "info", "interrupted": "warn", "failed": "bad"}
@@ -65,8 +66,8 @@ def _best(run: RunData, trace: Trace, best: Record | None) -> list[d.Block]:
         out.append(d.Callout("No kernel faster than the seed was found (yet): the best is the seed itself.", "warn"))
         best = seed
     ev = best.evaluation
-    facts = [["candidate", best.candidate.id], ["found by", f"{credit(best.origin.mutator)} on island "
-             f"{best.origin.island}, generation {best.origin.generation} (evaluation #{best.index})"],
+    facts = [["candidate", best.candidate.id], ["found by", f"{credit(best.proposal.mutator)} on island "
+             f"{best.proposal.island}, generation {best.proposal.generation} (evaluation #{best.index})"],
              ["latency", f"{ev.latency_ms:.4g} ms ({trace.latency_source}, {ev.latency_gpu})"
               if ev.latency_ms is not None else "not measured"],
              ["seed latency", f"{trace.seed_latency_ms:.4g} ms" if trace.seed_latency_ms else "-"],
@@ -140,14 +141,13 @@ def _mutators(run: RunData, trace: Trace) -> list[d.Block]:
     if usage is None:
         out.append(d.Para("No LLM mutator in this run: $0."))
     else:
-        budget = run.config.get("budget", {}).get("llm_usd")
+        budget = run.config.budget.llm_usd if run.config.budget else None
         out.append(d.table(["", ""], [
             ["dollars spent", f"${run.llm_usd:.4f}" + (f" of a ${budget} budget" if budget is not None else "")],
             ["requests (failed)", f"{usage.requests} ({usage.failed_requests})"],
             ["tokens in / out", f"{usage.prompt_tokens} / {usage.completion_tokens}"],
             ["replies that could not be applied", f"{usage.unusable_replies} of {usage.proposals}"],
-            ["mode", ", ".join(sorted({str(m.get('mode', 'live')) for m in run.config.get('mutators', [])
-                                       if m.get("kind") == "llm"}))]]))
+            ["mode", ", ".join(sorted({m.mode for m in run.config.mutators if isinstance(m, LLMConfig)}))]]))
     return out
 
 
@@ -158,7 +158,7 @@ def _failures(run: RunData) -> list[d.Block]:
         out.append(d.Para("No evaluation failed."))
     else:
         out.append(d.table(["status", "full", "quick", "examples (reason)"],
-                           [[g.status, g.full, g.quick, "\n".join(f"{r.candidate.id} ({credit(r.origin.mutator)}): "
+                           [[g.status, g.full, g.quick, "\n".join(f"{r.candidate.id} ({credit(r.proposal.mutator)}): "
                              f"{rs.short(r.evaluation.reason, 160)}" for r in g.examples)] for g in groups],
                            "quick: checks inside a mutator (e.g. a STOKE chain's steps), on fewer sizes."))
     failed = rs.failed_proposals(run)
@@ -180,8 +180,8 @@ def _lineage(run: RunData, trace: Trace, best: Record | None) -> list[d.Block]:
         from evo.app.trace import speedup_of
 
         s = speedup_of(r, trace.seed_latency_ms, trace.latency_source)
-        rows.append([r.candidate.id, credit(r.origin.mutator), r.origin.island, r.origin.generation, _x(s, 3),
-                     rs.short(r.origin.note, 120)])
+        rows.append([r.candidate.id, credit(r.proposal.mutator), r.proposal.island, r.proposal.generation, _x(s, 3),
+                     rs.short(r.proposal.note, 120)])
     out.append(d.table(["candidate", "mutator", "island", "generation", "speedup", "note"], rows))
     if chain[0].candidate.id != run.seed_id:
         out.append(d.Para("The chain stops at a kernel whose parent is not in the history."))
@@ -189,14 +189,14 @@ def _lineage(run: RunData, trace: Trace, best: Record | None) -> list[d.Block]:
         text, normalized = rs.diff(parent, child)
         how = " (normalized code: comments and formatting not compared)" if normalized else ""
         out.append(d.Diff(text or "(no change in the source)",
-                          f"{credit(child.origin.mutator)}: {parent.candidate.id} -> {child.candidate.id}{how}"))
+                          f"{credit(child.proposal.mutator)}: {parent.candidate.id} -> {child.candidate.id}{how}"))
     return out
 
 
 def run_report(run: RunData) -> d.Doc:
     trace = trace_of(run)
     best = rs.best_record(trace)
-    task = run.summary.get("task") if run.summary else run.config.get("task", {}).get("name")
+    task = run.summary.get("task") if run.summary else run.config.task.name
     doc = d.Doc(f"evo report: {run.name}" + (f" ({task})" if task else ""))
     doc.add(_status(run), source_banner(trace, best))
     doc.add(d.Hero((

@@ -17,7 +17,7 @@ def standalone_kernel(best: Individual, *, campaign: str, task: str, seed_latenc
         perf = f"latency {best.latency_ms:.4g} ms ({source})" + (f", {fast:.2f}x the seed" if fast else "")
     else:
         perf = "latency not measured (no latency stage ran)"
-    origin = best.origin
+    origin = best.proposal
     lineage = f"found by {origin.mutator or 'seed'} on island {origin.island}, generation {origin.generation}"
     params = ",\n".join(f"    {k!r}: {v!r}" for k, v in sorted(best.candidate.params.items()))
     return (
@@ -45,8 +45,8 @@ def individual_summary(ind: Individual | None, seed_latency_ms: float | None) ->
         "latency_source": ev.latency_source.value if ev.latency_source else None,
         "speedup_over_seed": speedup(seed_latency_ms, ind.latency_ms),
         "speedups": dict(ev.speedups),
-        "mutator": ind.origin.mutator,
-        "island": ind.origin.island,
-        "generation": ind.origin.generation,
-        "parents": list(ind.origin.parents),
+        "mutator": ind.proposal.mutator,
+        "island": ind.proposal.island,
+        "generation": ind.proposal.generation,
+        "parents": list(ind.proposal.parents),
     }

@@ -12,27 +12,40 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evo.app.run_store import RunStore, RunStoreError, unpack
+from evo.app.run_store import RunStore, RunStoreError
 from evo.contracts.candidate import Candidate
-from evo.contracts.records import Origin
+from evo.contracts.config import Config
+from evo.contracts.history import unpack
+from evo.contracts.records import Individual, Proposal
 from evo.contracts.verdict import Evaluation
-from islands.evaluation import EvalRecord
 
 SESSION_EVENTS = ("start", "resume")
 
 
 @dataclass(frozen=True)
 class Record:
-    """One evaluation that ran, in the order the history holds them."""
+    """One evaluation that ran (an `Individual` of the history) placed on the campaign's clock."""
 
     index: int  # 1-based position among the run's evaluations (full and quick)
-    candidate: Candidate
-    evaluation: Evaluation
-    origin: Origin
-    seconds: float  # evaluator time
-    time: float  # epoch seconds when it was written
+    individual: Individual
     elapsed_s: float  # campaign wall time at that point, pauses between sessions excluded
     usd: float | None  # LLM dollars spent by the end of its generation (None: not recorded)
+
+    @property
+    def candidate(self) -> Candidate:
+        return self.individual.candidate
+
+    @property
+    def evaluation(self) -> Evaluation:
+        return self.individual.evaluation
+
+    @property
+    def proposal(self) -> Proposal:
+        return self.individual.proposal
+
+    @property
+    def time(self) -> float:
+        return self.individual.time
 
     @property
     def full(self) -> bool:
@@ -42,7 +55,7 @@ class Record:
 @dataclass(frozen=True)
 class RunData:
     path: Path
-    config: dict[str, Any]
+    config: Config
     summary: dict[str, Any] | None
     records: tuple[Record, ...]
     events: tuple[dict[str, Any], ...]
@@ -51,7 +64,7 @@ class RunData:
 
     @property
     def name(self) -> str:
-        return str(self.config.get("name", self.path.name))
+        return self.config.name
 
     @property
     def status(self) -> str:
@@ -67,7 +80,7 @@ class RunData:
         if self.summary and (self.summary.get("seed") or {}).get("id"):
             return str(self.summary["seed"]["id"])
         # the seed is the first candidate every island evaluates
-        first = next((r for r in self.records if r.full and r.origin.mutator == "seed"), None)
+        first = next((r for r in self.records if r.full and r.proposal.mutator == "seed"), None)
         return first.candidate.id if first else None
 
     @property
@@ -77,7 +90,7 @@ class RunData:
 
     @property
     def mutator_kinds(self) -> list[str]:
-        return [str(m.get("kind")) for m in self.config.get("mutators", [])]
+        return [m.kind for m in self.config.mutators]
 
     @property
     def wall_time_s(self) -> float:
@@ -141,15 +154,14 @@ def load_run(path: str | Path) -> RunData:
         if not (Path(path) / name).is_file():
             raise RunStoreError(f"{path} is not a run directory (no {name})")
     store = RunStore(Path(path))
-    raw = [EvalRecord.from_dict(r) for r in store.history.read() if r.get("kind") == "evaluation"]
+    config = store.config()
+    raw = [Individual.from_dict(r) for r in store.history.read() if r.get("kind") == "evaluation"]
     events = store.events.read()
     times = [r.time for r in raw]
     elapsed = _session_clock(events, times)
-    kinds = [str(m.get("kind")) for m in store.config_data().get("mutators", [])]
-    usd = _dollars(events, times, "llm" in kinds)
-    records = tuple(Record(i + 1, r.candidate, r.evaluation, r.origin, r.seconds, r.time, e, d)
-                    for i, (r, e, d) in enumerate(zip(raw, elapsed, usd)))
+    usd = _dollars(events, times, any(m.kind == "llm" for m in config.mutators))
+    records = tuple(Record(i + 1, r, e, d) for i, (r, e, d) in enumerate(zip(raw, elapsed, usd)))
     cp = store.latest_checkpoint()
     islands = {i: unpack(data) for i, data in cp.islands.items()} if cp else {}
-    return RunData(store.path, store.config_data(), store.summary(), records, tuple(events), islands,
+    return RunData(store.path, config, store.summary(), records, tuple(events), islands,
                    cp.generation if cp else None)

@@ -11,6 +11,7 @@ from typing import Any
 
 from evo.app.run_data import Record, RunData
 from evo.app.trace import Trace, credit
+from evo.contracts.mutator_config import entry_names
 from mutators.llm_prompt import source_with_params
 from mutators.selection import OperatorStats, elite_share
 from mutators.stoke_stats import MoveStats
@@ -20,13 +21,7 @@ EXAMPLES = 3
 
 def mutator_kinds(run: RunData) -> dict[str, str]:
     """Mutator name (as islands label it: `name`, else the kind, numbered when repeated) -> kind."""
-    out: dict[str, str] = {}
-    seen: dict[str, int] = {}
-    for m in run.config.get("mutators", []):
-        base = m.get("name") or m.get("kind", "?")
-        seen[base] = seen.get(base, 0) + 1
-        out[base if seen[base] == 1 else f"{base}-{seen[base]}"] = str(m.get("kind", "?"))
-    return out
+    return {name: m.kind for name, m in zip(entry_names(run.config.mutators), run.config.mutators)}
 
 
 def operator_totals(run: RunData) -> dict[str, OperatorStats]:
@@ -143,9 +138,9 @@ def island_curves(run: RunData, trace: Trace) -> dict[int, list[tuple[int, float
     for r in run.records:
         s = speedup_of(r, seed, trace.latency_source)
         if s is not None:
-            pts = curves.setdefault(r.origin.island, [])
+            pts = curves.setdefault(r.proposal.island, [])
             if not pts or s > pts[-1][1]:
-                pts.append((r.origin.generation, max(s, pts[-1][1] if pts else 0.0)))
+                pts.append((r.proposal.generation, max(s, pts[-1][1] if pts else 0.0)))
     return curves
 
 
@@ -159,8 +154,8 @@ def lineage(run: RunData, best: Record) -> list[Record]:
     """The best kernel's ancestors, from the seed (or the oldest one found) to it."""
     by_id = run.by_id()
     chain, seen = [best], {best.candidate.id}
-    while chain[-1].origin.parents:
-        parent = by_id.get(chain[-1].origin.parents[0])
+    while chain[-1].proposal.parents:
+        parent = by_id.get(chain[-1].proposal.parents[0])
         if parent is None or parent.candidate.id in seen:
             break
         chain.append(parent)
@@ -203,7 +198,7 @@ def per_mutator(run: RunData, trace: Trace) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for r in run.records:
         if r.full:
-            row = out.setdefault(credit(r.origin.mutator), {"evaluations": 0, "correct": 0, "steps": 0, "gain": 0.0})
+            row = out.setdefault(credit(r.proposal.mutator), {"evaluations": 0, "correct": 0, "steps": 0, "gain": 0.0})
             row["evaluations"] += 1
             row["correct"] += int(r.evaluation.ok)
     total = sum(s.gain for s in trace.steps)
@@ -220,5 +215,5 @@ def short(text: str, n: int = 220) -> str:
 
 
 def rows_of(records: Sequence[Record]) -> list[list[str]]:
-    return [[r.candidate.id, credit(r.origin.mutator), r.evaluation.level, short(r.evaluation.reason)]
+    return [[r.candidate.id, credit(r.proposal.mutator), r.evaluation.level, short(r.evaluation.reason)]
             for r in records]

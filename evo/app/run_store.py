@@ -9,8 +9,7 @@
       best_kernel.py     the best kernel as a standalone module (its params baked in)
       summary.json       the outcome so far (rewritten at each checkpoint and at the end)
 
-Append-only logs are streams of msgpack maps; a record cut short by a kill is dropped (and cut
-off before anything new is appended), never allowed to corrupt the rest.
+Append-only logs are streams of msgpack maps (`evo.contracts.history`).
 """
 
 from __future__ import annotations
@@ -19,75 +18,21 @@ import datetime as _dt
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgpack
 import yaml
+
+from evo.contracts.config import Config
+from evo.contracts.config_file import ConfigError, parse_config
+from evo.contracts.history import MsgpackLog, pack, unpack, write_atomic
 
 CHECKPOINTS_KEPT = 2
 
 
 class RunStoreError(ValueError):
     """A run directory that cannot be used (missing, incomplete); the message names the path."""
-
-
-def pack(obj: Any) -> bytes:
-    return msgpack.packb(obj, use_bin_type=True)
-
-
-def unpack(data: bytes) -> Any:
-    return msgpack.unpackb(data, raw=False, strict_map_key=False)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-class MsgpackLog:
-    """An append-only file of msgpack maps."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-
-    def _scan(self) -> tuple[list[dict[str, Any]], int]:
-        """Complete records and the byte offset where the complete part ends."""
-        if not self.path.exists():
-            return [], 0
-        records: list[dict[str, Any]] = []
-        end = 0
-        with open(self.path, "rb") as f:
-            unpacker = msgpack.Unpacker(f, raw=False, strict_map_key=False)
-            try:
-                for obj in unpacker:
-                    records.append(obj)
-                    end = unpacker.tell()
-            except (ValueError, msgpack.UnpackException):
-                pass  # garbage after the last complete record (a write cut short)
-        return records, end
-
-    def read(self) -> list[dict[str, Any]]:
-        return self._scan()[0]
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter(self.read())
-
-    def repair(self) -> int:
-        """Cut off an incomplete last record; returns how many complete records there are."""
-        records, end = self._scan()
-        if self.path.exists() and self.path.stat().st_size != end:
-            with open(self.path, "r+b") as f:
-                f.truncate(end)
-        return len(records)
-
-    def append(self, record: dict[str, Any]) -> None:
-        with open(self.path, "ab") as f:
-            f.write(pack(record))
-            f.flush()
 
 
 @dataclass(frozen=True)
@@ -108,18 +53,18 @@ class RunStore:
         self.checkpoints = self.path / "checkpoints"
 
     @classmethod
-    def create(cls, output_dir: Path, name: str, config: dict[str, Any], *, config_dir: Path) -> RunStore:
+    def create(cls, output_dir: Path, config: Config, *, config_dir: Path) -> RunStore:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         output_dir.mkdir(parents=True, exist_ok=True)
-        path = output_dir / f"{name}-{stamp}"
+        path = output_dir / f"{config.name}-{stamp}"
         n = 1
         while path.exists():
             n += 1
-            path = output_dir / f"{name}-{stamp}-{n}"
+            path = output_dir / f"{config.name}-{stamp}-{n}"
         path.mkdir()
         store = cls(path)
         store.checkpoints.mkdir()
-        (path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        store.write_config(config)
         info = {"config_dir": str(config_dir), "created": _dt.datetime.now().isoformat(timespec="seconds")}
         (path / "run.json").write_text(json.dumps(info, indent=2) + "\n")
         return store
@@ -134,11 +79,18 @@ class RunStore:
         store.checkpoints.mkdir(exist_ok=True)
         return store
 
-    def config_data(self) -> dict[str, Any]:
-        data = yaml.safe_load((self.path / "config.yaml").read_text())
-        if not isinstance(data, dict):
-            raise RunStoreError(f"{self.path / 'config.yaml'} is not a mapping")
-        return data
+    def write_config(self, config: Config) -> None:
+        """The resolved config, as the run uses it (the only writer of config.yaml)."""
+        data = config.model_dump(mode="json")
+        write_atomic(self.path / "config.yaml", yaml.safe_dump(data, sort_keys=False).encode())
+
+    def config(self) -> Config:
+        """The run's config.yaml, validated by the schema (the only reader of config.yaml)."""
+        path = self.path / "config.yaml"
+        try:
+            return parse_config(yaml.safe_load(path.read_text()), source=str(path))
+        except (OSError, yaml.YAMLError, ConfigError) as e:
+            raise RunStoreError(f"{path} cannot be used: {e}") from None
 
     def config_dir(self) -> Path:
         return Path(json.loads((self.path / "run.json").read_text())["config_dir"])

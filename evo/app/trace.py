@@ -35,7 +35,7 @@ class Step:
 
     @property
     def mutator(self) -> str:
-        return credit(self.record.origin.mutator)
+        return credit(self.record.proposal.mutator)
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,17 @@ class GpuProfile:
         """The dense tensor-core peak for `operand` ('fp16', 'bf16', 'tf32', 'fp8'), else the FP32 rate."""
         return self.tensor_peak.get(operand, self.fp32_peak)
 
+    def summary(self) -> str:
+        """The figures a kernel engineer tunes for, in one line (for the LLM's prompt and reports)."""
+        tensor = ", ".join(f"{self.tensor_peak[k] / 1e12:.0f} TFLOP/s {k}" for k in ("fp16", "bf16", "tf32", "fp8")
+                           if k in self.tensor_peak)
+        return (f"{self.description} ({self.name}, sm_{self.arch}): {self.sms} SMs at {self.clock_hz / 1e9:.2f} GHz; "
+                f"DRAM {self.dram_peak / 1e12:.2f} TB/s peak, ~{self.dram_achievable / 1e12:.2f} TB/s achievable; "
+                f"L2 {self.l2_bytes / 2**20:.0f} MB; shared memory {self.shared_per_sm // 1024} KB per SM "
+                f"({self.shared_per_block // 1024} KB per block); {self.registers_per_sm} registers and "
+                f"{self.max_warps_per_sm} warps per SM; dense tensor cores {tensor}; "
+                f"{self.fp32_peak / 1e12:.0f} TFLOP/s fp32")
+
     def to_dict(self) -> dict[str, object]:
         return {
             "name": self.name, "sms": self.sms, "dram_peak_tb_s": self.dram_peak / 1e12,
@@ -118,9 +129,6 @@ PROFILES: dict[str, GpuProfile] = {
         sources=("A100-DS", "UBENCH"),
     ),
 }
-
-DEFAULT_TARGET = "h100"
-
 
 class UnknownGpu(ValueError):
     """A GPU name with no profile; the message lists the known ones."""

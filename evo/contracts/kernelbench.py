@@ -89,7 +89,7 @@ def _to_host(t: Any, float_dtype: str) -> Tensor:
     return Tensor(t.numpy().copy(), name)
 
 
-def _as_float64(t: Tensor) -> Any:
+def as_float64(t: Tensor) -> Any:
     import torch
 
     from evo.contracts import dtypes
@@ -125,9 +125,9 @@ class KernelBenchTask(Task):
         *,
         check_sizes: list[Size],
         bench_sizes: list[Size],
-        dtype: str = "float32",
+        dtype: str,
         seed_source: str | None = None,
-        redraw_params: bool = True,
+        redraw_params: bool,
     ) -> None:
         super().__init__()
         self.path = Path(path).resolve()
@@ -199,7 +199,7 @@ class KernelBenchTask(Task):
                 t = _redraw(t, gen)
             host = _to_host(t, self.dtype)
             params.append(host)
-            state[name] = _as_float64(host).reshape(t.shape) if t.is_floating_point() else t
+            state[name] = as_float64(host).reshape(t.shape) if t.is_floating_point() else t
         model = model.double()
         model.load_state_dict(state)
         model.eval()
@@ -210,7 +210,7 @@ class KernelBenchTask(Task):
 
         model, inputs = self.model_and_inputs(size, seed, dist)
         n_forward = len(inputs) - len(model.state_dict())
-        args = [_as_float64(t) for t in inputs[:n_forward]]
+        args = [as_float64(t) for t in inputs[:n_forward]]
         with torch.no_grad():
             out = model(*args)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]

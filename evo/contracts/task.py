@@ -129,7 +129,6 @@ class Task(ABC):
     dists: tuple[str, ...]
     tolerances: dict[str, Tolerance]
     seed_source: str | None
-    draws: int = 2
     tolerance_override: Tolerance | None = None
 
     def __init__(self) -> None:
@@ -163,22 +162,20 @@ class Task(ABC):
             json.dumps(self.check_sizes, sort_keys=True),
             json.dumps(sorted((k, v.atol, v.rtol) for k, v in self.tolerances.items())),
             repr(self.tolerance_override),
-            str(self.draws),
             ",".join(self.dists),
         ):
             h.update(part.encode())
             h.update(b"\0")
         return f"{self.name}-{h.hexdigest()[:12]}"
 
-    def cases(self, sizes: list[Size] | None = None, draws: int | None = None, *,
-              every_dist: bool = True) -> list[Case]:
+    def cases(self, sizes: list[Size] | None = None, *, draws: int, every_dist: bool = True) -> list[Case]:
         """Check cases: per size, `draws` input draws cycling through the distributions.
 
         With `every_dist` (the default, and what every full check uses) there are at least as many
         draws as distributions, so `draws: 1` in a config cannot skip the inputs a distribution
         exists for (softmax's large logits); only the cheap check inside a STOKE chain opts out.
         """
-        n = max(draws if draws is not None else self.draws, 1)
+        n = max(draws, 1)
         if every_dist:
             n = max(n, len(self.dists))
         out = []

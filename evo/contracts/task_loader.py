@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evo.contracts.config import ConfigError, TaskConfig, resolve_path
+from evo.contracts.config import TaskConfig
+from evo.contracts.config_file import ConfigError, resolve_path
 from evo.contracts.kernelbench import KernelBenchTask
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks
 from evo.contracts.task import Task, Tolerance

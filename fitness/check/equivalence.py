@@ -13,31 +13,16 @@ that caches by shape or address fails them.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from evo.contracts import dtypes
 from evo.contracts.candidate import Candidate
 from evo.contracts.task import Case, CaseData, Task
-from evo.contracts.verdict import Status
+from evo.contracts.verdict import Evaluation, Status
 from fitness.check.compare import Diff, compare, same_bits
 from fitness.sandbox import zones as guard
 from fitness.sandbox.process import Worker, WorkerDied, WorkerTimeout
-
-
-@dataclass(frozen=True)
-class EquivalenceResult:
-    status: Status
-    reason: str
-    error: float
-    max_error_ratio: float
-    max_abs_error: float
-    mismatch_fraction: float
-    worst_case: str
-    cases_checked: int
-    seconds: float
-    recycle_worker: bool = False
 
 
 def _run_message(data: CaseData, run: int) -> dict[str, object]:
@@ -129,24 +114,31 @@ def check_equivalence(
     task: Task,
     candidate: Candidate,
     cases: list[Case],
+    base: Evaluation,
     *,
     timeout: float,
     stop_on_failure: bool = True,
-) -> EquivalenceResult:
-    """Run `candidate` on every case in `worker` and judge the results here."""
+) -> Evaluation:
+    """Run `candidate` on every case in `worker` and judge the results here: `base` with the
+    equivalence verdict and its error figures. A worker that may be damaged (a timeout, a crash, an
+    out-of-bounds store) is replaced before this returns."""
     start = time.monotonic()
     judge = _Judge()
     checked = 0
 
-    def result(status: Status, reason: str, recycle: bool = False) -> EquivalenceResult:
+    def result(status: Status, reason: str, recycle: bool = False) -> Evaluation:
+        if recycle:
+            worker.restart()
         frac = judge.mismatches / judge.elements if judge.elements else (0.0 if status is Status.OK else 1.0)
         graded = judge.error_sum / judge.outputs if judge.outputs else float("inf")
         if status is not Status.OK and graded == 0.0:
             graded = float("inf") if status is not Status.WRONG_OUTPUT else 1.0
-        return EquivalenceResult(
-            status, reason, graded if status is not Status.OK else 0.0,
-            judge.max_ratio if judge.outputs else float("inf"), judge.max_abs if judge.outputs else float("inf"),
-            frac, judge.worst, checked, time.monotonic() - start, recycle,
+        return base.with_(
+            status=status, reason=reason, error=graded if status is not Status.OK else 0.0,
+            max_error_ratio=judge.max_ratio if judge.outputs and checked else float("inf"),
+            max_abs_error=judge.max_abs if judge.outputs else float("inf"),
+            mismatch_fraction=frac, worst_case=judge.worst, cases_checked=checked,
+            check_seconds=time.monotonic() - start,
         )
 
     try:

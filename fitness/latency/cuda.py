@@ -21,13 +21,14 @@ from dataclasses import replace
 from typing import Any
 
 from evo.contracts.candidate import Candidate
+from evo.contracts.config import Baseline, EvaluationConfig
 from evo.contracts.gpus import generous_profile, profile_for_device
 from evo.contracts.kernelbench import KernelBenchTask
 from evo.contracts.native_task import NativeTask
 from evo.contracts.task import Task, size_key
 from evo.contracts.verdict import LatencySource, Status
-from fitness.latency.model import sol_ms, tensor_specs
-from fitness.latency.stage import LatencyResult, LatencySettings, speed_of_light_violation
+from fitness.latency.bench_tensors import tensor_specs
+from fitness.latency.result import LatencyResult, sol_ms, speed_of_light_violation
 from fitness.sandbox.process import Worker, WorkerDied, WorkerTimeout
 
 _KINDS = {"crash": Status.CRASH, "compile_error": Status.COMPILE_ERROR, "lint_error": Status.LINT_ERROR,
@@ -58,7 +59,7 @@ def task_info(task: Task, size: dict[str, Any]) -> dict[str, Any]:
 class CudaLatency:
     """Measured latency of candidates for one task, in `worker` (a CUDA evaluation worker)."""
 
-    def __init__(self, task: Task, settings: LatencySettings, *, worker: Worker) -> None:
+    def __init__(self, task: Task, settings: EvaluationConfig, *, worker: Worker) -> None:
         self.task = task
         self.settings = settings
         self.worker = worker
@@ -78,7 +79,7 @@ class CudaLatency:
 
     def _request(self, msg: dict[str, Any], what: str) -> dict[str, Any]:
         try:
-            reply = self.worker.request(msg, self.settings.timeout_s)
+            reply = self.worker.request(msg, self.settings.latency_timeout_s)
         except WorkerTimeout as e:
             raise _Rejected(Status.TIMEOUT, f"{what} did not finish: {e} (worker replaced)") from None
         except WorkerDied as e:
@@ -106,8 +107,8 @@ class CudaLatency:
         """The spin-up of the next timing op: the long one once per worker session."""
         if self._spun_session != self._session:
             self._spun_session = self._session
-            return self.settings.spin_up_first.__dict__
-        return self.settings.spin_up.__dict__
+            return self.settings.spin_up_first.model_dump()
+        return self.settings.spin_up.model_dump()
 
     def _time_module(self, candidate: Candidate, level: str, what: str, *, with_: list[str],
                      keep_as: str | None = None) -> dict[str, Any]:
@@ -116,7 +117,7 @@ class CudaLatency:
         if not reply.get("ok"):
             raise _Rejected(_KINDS.get(str(reply.get("kind")), Status.CRASH), str(reply.get("message")))
         timer = self.settings.quick_timer if level == "quick" else self.settings.timer
-        reply = self._request({"op": "bench", "key": self.key, "which": "module", "timer": timer.__dict__,
+        reply = self._request({"op": "bench", "key": self.key, "which": "module", "timer": timer.model_dump(),
                                "with": with_, "keep_as": keep_as, "spin_up": self._spin_up()}, f"timing {what}")
         if not reply.get("ok"):
             status = _KINDS.get(str(reply.get("kind")), Status.CRASH)
@@ -131,8 +132,9 @@ class CudaLatency:
         if self._baseline_session == self._session:
             return
         self.baselines_ms, self.baseline_notes, self.adjacent = {}, {}, []
-        torch_names = [b for b in self.settings.baselines if b != "seed"]
-        if "seed" in self.settings.baselines and self.task.seed_source is not None:
+        wanted = [b.value for b in self.settings.baselines]
+        torch_names = [b for b in wanted if b != Baseline.SEED.value]
+        if Baseline.SEED.value in wanted and self.task.seed_source is not None:
             try:
                 r = self._time_module(Candidate.from_source(self.task.seed_source), "full", "the seed",
                                       with_=torch_names, keep_as="seed")
@@ -144,13 +146,14 @@ class CudaLatency:
                 self.baseline_notes.update(r.get("baseline_errors", {}))
                 torch_names = []
         for name in torch_names:  # no seed to time them with: one at a time
-            reply = self._request({"op": "bench", "key": self.key, "which": name, "timer": self.settings.timer.__dict__,
-                                   "spin_up": self._spin_up()}, f"timing the {name} baseline")
+            reply = self._request({"op": "bench", "key": self.key, "which": name,
+                                   "timer": self.settings.timer.model_dump(), "spin_up": self._spin_up()},
+                                  f"timing the {name} baseline")
             if reply.get("ok"):
                 self.baselines_ms[name] = float(reply["timing"]["median_ms"])
             else:
                 self.baseline_notes[name] = str(reply.get("message"))
-        self.adjacent = [b for b in self.settings.baselines if b in self.baselines_ms]
+        self.adjacent = [b for b in wanted if b in self.baselines_ms]
         self._baseline_session = self._session
 
     def _timed(self, candidate: Candidate, level: str) -> dict[str, Any]:

@@ -23,8 +23,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from fitness.latency.ops import make_tensor
-from fitness.latency.timer import CudaEventClock, SpinUpSettings, Subject, TimerSettings, measure_interleaved, spin_up
+from evo.contracts.config import SpinUpConfig, TimerConfig
+from fitness.latency.bench_tensors import make_tensor
+from fitness.latency.timer import CudaEventClock, Subject, measure_interleaved, spin_up
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,8 @@ class BenchOps:
         else:
             from evo.contracts.kernelbench import KernelBenchTask, torch_dtype
 
-            kb = KernelBenchTask(t["path"], check_sizes=[t["size"]], bench_sizes=[t["size"]], dtype=t["dtype"])
+            kb = KernelBenchTask(t["path"], check_sizes=[t["size"]], bench_sizes=[t["size"]], dtype=t["dtype"],
+                                 redraw_params=False)
             ns = kb.namespace(t["size"])
             model = ns["Model"](*ns["get_init_inputs"]())
             n_forward = int(t["n_forward"])
@@ -242,7 +244,7 @@ class BenchOps:
         st, torch, runner = self.state, self.torch, self.runner
         if st is None or st.key != msg["key"]:
             return {"ok": False, "kind": "need_setup", "message": "bench inputs not set up"}
-        settings = TimerSettings(**{**msg.get("timer", {}), "copies": len(st.inputs)})
+        settings = TimerConfig(**{**msg.get("timer", {}), "copies": len(st.inputs)})
         clock = CudaEventClock(torch)
         which = msg["which"]
         try:
@@ -259,7 +261,7 @@ class BenchOps:
             except Exception as e:
                 errors[name] = f"{name} baseline failed: {type(e).__name__}: {e}"
         try:
-            spun = spin_up(self._busy, clock=clock, settings=SpinUpSettings(**msg["spin_up"])) \
+            spun = spin_up(self._busy, clock=clock, settings=SpinUpConfig(**msg["spin_up"])) \
                 if msg.get("spin_up") is not None else None
             session = measure_interleaved([main, *baselines], clock=clock, flush=st.flush.zero_, settings=settings)
             torch.cuda.synchronize()

@@ -12,14 +12,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from evo.contracts import dtypes
 from evo.contracts.candidate import Candidate
+from evo.contracts.config import EvaluationConfig
 from evo.contracts.gpus import get_profile
 from evo.contracts.task import BenchCase, Task
 from evo.contracts.verdict import LatencySource, Status
+from fitness.latency.bench_tensors import tensor_specs
 from fitness.latency.counts import KernelResources, LaunchCounts
-from fitness.latency.roofline import DoesNotFit, estimate, speed_of_light
-from fitness.latency.stage import LatencyResult, LatencySettings
+from fitness.latency.result import LatencyResult, sol_ms
+from fitness.latency.roofline import DoesNotFit, estimate
 from fitness.sandbox.process import Worker, WorkerDied, WorkerTimeout
 
 _KINDS = {"unsafe": Status.UNSAFE, "crash": Status.CRASH, "lint_error": Status.LINT_ERROR,
@@ -27,30 +28,10 @@ _KINDS = {"unsafe": Status.UNSAFE, "crash": Status.CRASH, "lint_error": Status.L
 _MAX_LAUNCHES_IN_DETAIL = 8
 
 
-def tensor_specs(case: BenchCase) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Worker messages for a bench case: shapes and dtypes, data where the case carries it."""
-    ins = []
-    for t, shape in zip(case.inputs, case.input_shapes):
-        has_data = t.shape == shape and (not dtypes.is_float(t.dtype) or case.has_float_data)
-        ins.append({"dtype": t.dtype, "shape": list(shape), "data": t.data.tobytes() if has_data else None})
-    outs = [{"dtype": d, "shape": list(s)} for d, s in zip(case.output_dtypes, case.output_shapes)]
-    return ins, outs
-
-
-def sol_ms(task: Task, size: dict[str, Any], gpu: Any, *, bound: bool = False) -> float | None:
-    """The speed-of-light time of the task at `size` on `gpu` (ms), None without FLOP or byte counts
-    (`bound`: the lower bound for measurements, see `fitness.latency.roofline.speed_of_light`)."""
-    try:
-        s = speed_of_light(task.flops(size), task.bytes_moved(size), gpu, task.dtype, bound=bound)
-    except Exception:
-        return None
-    return None if s is None else s * 1e3
-
-
 class ModelLatency:
     """Modelled latency of candidates for one task (see the module docstring)."""
 
-    def __init__(self, task: Task, settings: LatencySettings, *, interp_worker: Worker | None,
+    def __init__(self, task: Task, settings: EvaluationConfig, *, interp_worker: Worker | None,
                  compile_worker: Worker | None = None) -> None:
         """Workers passed in are shared (and left open by `close`); missing ones are started here."""
         self.task = task
@@ -107,7 +88,7 @@ class ModelLatency:
             return self._failed("model_error", f"no bench case: {type(e).__name__}: {e}", started)
         load = {"op": "load", "source": candidate.source, "params": candidate.params, "name": candidate.id,
                 "reuse": True}
-        timeout = self.settings.timeout_s
+        timeout = self.settings.latency_timeout_s
         compile_reply: dict[str, Any] | None = None
         pending = False
         try:

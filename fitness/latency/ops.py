@@ -7,7 +7,7 @@
 - ``bench_setup`` / ``bench`` (CUDA worker): time the candidate and the baselines (`fitness.latency.cuda_bench`).
 
 Every op answers ``{"ok": True, ...}`` or ``{"ok": False, "kind": ..., "message": ...}`` with the
-kinds of `fitness.worker` plus ``unsafe`` (out-of-bounds access at bench size), ``wrong_output``
+kinds of `fitness.sandbox.runner` plus ``unsafe`` (out-of-bounds access at bench size), ``wrong_output``
 and ``model_error`` (the latency model could not run: no status change, the figure is missing).
 """
 
@@ -15,26 +15,6 @@ from __future__ import annotations
 
 import time
 from typing import Any
-
-import numpy as np
-
-from evo.contracts import dtypes
-
-
-def make_tensor(torch: Any, spec: dict[str, Any], device: str) -> Any:
-    """A tensor of `spec` ({dtype, shape, data?}): the data when given, else zeros (an index computed
-    from a float input then stays in bounds, as it would with real data)."""
-    from evo.contracts.kernelbench import torch_dtype
-
-    shape = tuple(spec["shape"])
-    data = spec.get("data")
-    if data is None:
-        return torch.zeros(shape, dtype=torch_dtype(spec["dtype"]), device=device)
-    arr = np.frombuffer(data, dtype=dtypes.storage_type(spec["dtype"])).copy().reshape(shape)
-    t = torch.from_numpy(arr)
-    if spec["dtype"] == "bfloat16":
-        t = t.view(torch.bfloat16)
-    return t.to(device)
 
 
 class LatencyOps:
@@ -63,7 +43,7 @@ class LatencyOps:
         return dict(self._bench.handle(op, msg))
 
     def profile(self, msg: dict[str, Any]) -> dict[str, Any]:
-        from fitness.worker import roomy_address_space
+        from fitness.sandbox.limits import roomy_address_space
 
         runner = self.runner
         if runner.module is None:
@@ -74,8 +54,8 @@ class LatencyOps:
     def _profile(self, msg: dict[str, Any]) -> dict[str, Any]:
         from fitness.latency.interp_hooks import DataDependentAccess, OutOfBounds
         from fitness.latency.interp_profile import LaunchProfiler, ProfileSettings
+        from fitness.sandbox.runner import describe_exception
         from fitness.sandbox.torch_guard import CandidateGuard
-        from fitness.worker import _describe
 
         runner = self.runner
         start = time.perf_counter()
@@ -95,7 +75,8 @@ class LatencyOps:
             failure = runner.failure(e)
             if failure["kind"] in ("crash", "lint_error"):
                 return failure
-            return {"ok": False, "kind": "model_error", "message": f"profiling failed: {_describe(e, runner.filename)}"}
+            return {"ok": False, "kind": "model_error",
+                    "message": f"profiling failed: {describe_exception(e, runner.filename)}"}
         return {"ok": True, "launches": [c.to_dict() for c in prof.launches],
                 "seconds": time.perf_counter() - start}
 
@@ -105,6 +86,8 @@ class LatencyOps:
         import hashlib
 
         import msgpack
+
+        from fitness.latency.bench_tensors import make_tensor
 
         key = hashlib.sha256(msgpack.packb([msg["inputs"], msg["outputs"]], use_bin_type=True)).hexdigest()
         if self._profile_tensors is None or self._profile_tensors[0] != key:

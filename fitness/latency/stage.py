@@ -20,94 +20,19 @@ for reasons of its own, the candidate keeps its status and the latency is absent
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from enum import Enum
-from typing import Any, Protocol
-
 from evo.contracts.candidate import Candidate
-from evo.contracts.gpus import DEFAULT_TARGET
+from evo.contracts.config import EvaluationConfig, LatencyMode
+from evo.contracts.gpus import get_profile, profile_for_device
 from evo.contracts.task import Task
-from evo.contracts.verdict import Evaluation, LatencySource, Status
-from fitness.latency.timer import SpinUpSettings, TimerSettings
+from evo.contracts.verdict import LatencySource
+from fitness.latency.result import LatencyBackend, LatencyResult
 from fitness.sandbox.process import Worker
-
-BASELINES = ("seed", "torch", "torch_compile")
-
-
-class LatencyMode(str, Enum):
-    AUTO = "auto"  # measured on CUDA, modelled elsewhere
-    MODEL = "model"  # modelled even on a CUDA device
-    OFF = "off"
-
-
-@dataclass(frozen=True)
-class LatencySettings:
-    """How latency is obtained. `quick_timer` serves ``level="quick"`` evaluations on CUDA.
-    `spin_up_first` keeps the GPU busy before the first timed subject of a worker session (an idle
-    GPU is clocked down), `spin_up` before every later timing op (the GPU idles while candidates
-    compile)."""
-
-    mode: LatencyMode = LatencyMode.AUTO
-    target_gpu: str = DEFAULT_TARGET
-    baselines: tuple[str, ...] = BASELINES
-    timer: TimerSettings = field(default_factory=TimerSettings)
-    quick_timer: TimerSettings = field(
-        default_factory=lambda: TimerSettings(warmup_reps=2, rep_ms=20.0, min_reps=5, max_reps=100))
-    spin_up_first: SpinUpSettings = field(default_factory=SpinUpSettings)
-    spin_up: SpinUpSettings = field(default_factory=lambda: SpinUpSettings(min_ms=20.0, max_ms=500.0))
-    timeout_s: float = 300.0
-    memory_mb: int = 4096
-
-
-@dataclass(frozen=True)
-class LatencyResult:
-    """The outcome of the latency stage for one candidate."""
-
-    status: Status = Status.OK
-    reason: str = ""
-    latency_ms: float | None = None
-    source: LatencySource | None = None
-    speedups: dict[str, float] = field(default_factory=dict)
-    detail: dict[str, Any] = field(default_factory=dict)
-    roofline_fraction: float | None = None
-    gpu: str = ""
-
-    def apply(self, ev: Evaluation) -> Evaluation:
-        """`ev` (a passing equivalence verdict) with this stage's figures and, if any, its rejection."""
-        changes: dict[str, Any] = dict(
-            latency_ms=self.latency_ms, latency_source=self.source, speedups=dict(self.speedups),
-            latency_detail=dict(self.detail), roofline_fraction=self.roofline_fraction, latency_gpu=self.gpu,
-        )
-        if self.status is not Status.OK:
-            changes.update(status=self.status, reason=self.reason)
-        elif self.reason:
-            changes.update(reason=f"{ev.reason}; {self.reason}")
-        return ev.with_(**changes)
-
-    def with_speedups(self, **speedups: float) -> LatencyResult:
-        return replace(self, speedups={**self.speedups, **speedups})
-
-
-def speed_of_light_violation(latency_ms: float, sol_ms: float | None) -> str | None:
-    """The reason to reject a measured time below the speed-of-light bound, None when it is above."""
-    if sol_ms is None or latency_ms >= sol_ms:
-        return None
-    return (f"measured {latency_ms * 1e3:.2f} us, below the speed-of-light bound of {sol_ms * 1e3:.2f} us for "
-            f"the task's FLOPs and bytes at the device's peak rates: a broken measurement, not a win")
-
-
-class LatencyBackend(Protocol):
-    """A way to obtain latency: `fitness.latency.cuda.CudaLatency` or `fitness.latency.model.ModelLatency`."""
-
-    def measure(self, candidate: Candidate, level: str) -> LatencyResult: ...
-
-    def close(self) -> None: ...
 
 
 class LatencyStage:
     """Latency of passing candidates: measured on CUDA, modelled otherwise (see module docstring)."""
 
-    def __init__(self, task: Task, settings: LatencySettings, *, device: str, worker: Worker) -> None:
+    def __init__(self, task: Task, settings: EvaluationConfig, *, device: str, worker: Worker) -> None:
         self.task = task
         self.settings = settings
         self.device = device
@@ -117,7 +42,7 @@ class LatencyStage:
         if not task.bench_sizes:
             self.mode = LatencyMode.OFF
         else:
-            self.mode = settings.mode
+            self.mode = settings.latency
         if self.source is LatencySource.MODEL:
             self._model_source()  # starts the model's workers now, overlapping their imports
 
@@ -161,3 +86,13 @@ class LatencyStage:
         for s in (self._measured, self._modelled):
             if s is not None:
                 s.close()
+
+
+def target_hardware(settings: EvaluationConfig, device: str, gpu_name: str = "") -> str:
+    """The GPU candidates are made fast for, in words (the mutators' "target hardware"): the device
+    timed on when latency is measured there, else the modelled target."""
+    if device == "cuda" and settings.latency is LatencyMode.AUTO:
+        profile = profile_for_device(gpu_name)
+        figures = profile.summary() if profile else "no profile of its figures"
+        return f"{gpu_name or 'a CUDA GPU'} (latency measured on it): {figures}"
+    return f"{get_profile(settings.target_gpu).summary()} (latency modelled for this GPU, not measured)"

@@ -133,8 +133,8 @@ def _compile(fn: Any, bound: dict[str, Any], options: dict[str, Any], arch: int)
 def compile_op(runner: Any, msg: dict[str, Any]) -> dict[str, Any]:
     """The ``compile`` worker op: resources of every launch of the loaded candidate (None if repeated)."""
     from evo.contracts.kernelbench import torch_dtype
+    from fitness.sandbox.runner import describe_exception
     from fitness.sandbox.torch_guard import CandidateGuard
-    from fitness.worker import _describe
 
     if runner.module is None:
         return {"ok": False, "kind": "crash", "message": "no candidate loaded"}
@@ -165,12 +165,12 @@ def compile_op(runner: Any, msg: dict[str, Any]) -> dict[str, Any]:
                     return {"ok": False, "kind": "model_error", "message": f"no ptxas: {e}"}
                 return {"ok": False, "kind": "compile_error",
                         "message": f"kernel {fn.__name__} does not compile for sm_{arch}: "
-                                   f"{_describe(e, runner.filename)}"}
+                                   f"{describe_exception(e, runner.filename)}"}
             except BaseException as e:
                 if isinstance(e, (SystemExit, KeyboardInterrupt, MemoryError)):
                     raise
                 return {"ok": False, "kind": "compile_error",
                         "message": f"kernel {fn.__name__} does not compile for sm_{arch}: "
-                                   f"{_describe(e, runner.filename)}"}
+                                   f"{describe_exception(e, runner.filename)}"}
         kernels.append(done[key])
     return {"ok": True, "kernels": kernels}

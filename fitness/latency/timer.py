@@ -35,6 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from evo.contracts.config import SpinUpConfig, TimerConfig
+
 
 class Clock(Protocol):
     """Times one repetition: `start` just before it, `stop` after it (synchronizing the device)."""
@@ -64,15 +66,6 @@ class CudaEventClock:
         self._end.record()
         self.torch.cuda.synchronize()
         return float(self._start.elapsed_time(self._end))
-
-
-@dataclass(frozen=True)
-class TimerSettings:
-    warmup_reps: int = 3
-    rep_ms: float = 100.0
-    min_reps: int = 10
-    max_reps: int = 500
-    copies: int = 4
 
 
 @dataclass(frozen=True)
@@ -129,7 +122,7 @@ def measure(
     prepare: Callable[[int], None] = _noop,
     remember: Callable[[int], None] = _noop,
     recheck: Callable[[int], str | None] = _clean,
-    settings: TimerSettings = TimerSettings(),
+    settings: TimerConfig,
 ) -> Timing:
     """Time `run(copy)` as described in the module docstring.
 
@@ -157,7 +150,7 @@ def measure_interleaved(
     *,
     clock: Clock,
     flush: Callable[[], None],
-    settings: TimerSettings = TimerSettings(),
+    settings: TimerConfig,
 ) -> Session:
     """Time every subject as `measure` would, their timed repetitions interleaved (module docstring).
 
@@ -230,17 +223,6 @@ def measure_interleaved(
 
 
 @dataclass(frozen=True)
-class SpinUpSettings:
-    """`spin_up`: chunks of fixed work until ``settle_chunks`` in a row are no faster (within
-    ``tolerance``) than the best so far, after at least ``min_ms`` and at most ``max_ms``."""
-
-    min_ms: float = 200.0
-    max_ms: float = 2000.0
-    settle_chunks: int = 3
-    tolerance: float = 0.02
-
-
-@dataclass(frozen=True)
 class SpinUp:
     """What `spin_up` did: busy milliseconds, chunks run, the first and the last chunk's time, and
     whether the chunk time settled before ``max_ms``."""
@@ -256,7 +238,7 @@ class SpinUp:
                 "settled": self.settled}
 
 
-def spin_up(busy: Callable[[], None], *, clock: Clock, settings: SpinUpSettings = SpinUpSettings()) -> SpinUp:
+def spin_up(busy: Callable[[], None], *, clock: Clock, settings: SpinUpConfig) -> SpinUp:
     """Run `busy` (a fixed amount of device work) until its time settles: the clocks have ramped."""
     total, best, since_best, chunks = 0.0, math.inf, 0, 0
     first = last = 0.0

@@ -58,7 +58,7 @@ def scrubbed_env(device: str, *, compile_only: bool = False) -> dict[str, str]:
 class Worker:
     """One worker subprocess; start() is cheap, readiness is awaited by the first request."""
 
-    def __init__(self, *, device: str = "cpu", memory_mb: int = 4096, startup_timeout: float = 180.0,
+    def __init__(self, *, device: str = "cpu", memory_mb: int, startup_timeout: float = 180.0,
                  compile_only: bool = False) -> None:
         self.device = "cpu" if compile_only else device
         self.compile_only = compile_only
@@ -186,6 +186,11 @@ class Worker:
         self._fds = (-1, -1)
         self.proc = None
         self.ready = False
+
+    def restart(self) -> None:
+        """Replace the worker process (its state may be damaged); the new one starts importing now."""
+        self.kill()
+        self.start()
 
     def close(self) -> None:
         if self.proc is not None and self.ready:

@@ -15,10 +15,12 @@ import msgpack
 import pytest
 
 from evo.contracts.candidate import Candidate
-from evo.contracts.mutator_config import LLMConfig, OptunaConfig, StokeConfig, build_mutator
+from evo.contracts.mutator_config import LLMConfig, OptunaConfig, StokeConfig
 from evo.contracts.native_task import NativeTask
+from evo.contracts.records import Individual, Proposal
 from evo.contracts.verdict import Evaluation, Status
-from mutators.base import MutationContext, Mutator, Proposal, Scored
+from mutators.base import MutationContext, Mutator
+from mutators.factory import build_mutator
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 # a fake evaluate on purpose: the contract is about the protocol (determinism, lineage, state),
@@ -67,9 +69,9 @@ def factory(request: pytest.FixtureRequest, server: FakeOpenAI, tmp_path: Path, 
     return make
 
 
-def _parent(task: NativeTask) -> Scored:
+def _parent(task: NativeTask) -> Individual:
     seed = Candidate.from_source(task.seed_source or "")
-    return Scored(seed, fake_evaluate(task.key)(seed, "full"))
+    return Individual(Proposal(seed, "seed"), fake_evaluate(task.key)(seed, "full"))
 
 
 def _ctx(task: NativeTask, seed: int = 3) -> MutationContext:

@@ -21,8 +21,8 @@ from evo.app.ablation_config import load_ablation
 from evo.app.campaign_setup import CampaignHooks
 from evo.app.cli import main
 from evo.app.run_data import load_run
-from evo.app.run_store import MsgpackLog
 from evo.app.trace import trace_of
+from evo.contracts.history import MsgpackLog
 
 from ..conftest import ROOT
 from ..islands_fakes import fake_evaluator_factory

@@ -11,11 +11,10 @@ from typing import Any
 
 import yaml
 
-from evo.app.run_store import MsgpackLog
 from evo.contracts.candidate import Candidate
-from evo.contracts.records import Origin
+from evo.contracts.history import MsgpackLog
+from evo.contracts.records import Individual, Proposal
 from evo.contracts.verdict import Evaluation, LatencySource, Status
-from islands.evaluation import EvalRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = Candidate.from_source((ROOT / "tasks" / "softmax" / "seed.py").read_text())
@@ -74,9 +73,10 @@ def make_run(root: Path, name: str, evs: list[Ev], *, kinds: tuple[str, ...] = (
         ev = Evaluation(c.id, "softmax-synthetic", "cpu", e.status, reason=e.reason, level=e.level,
                         error=0.0 if e.status is Status.OK else 1.0, latency_ms=e.latency_ms,
                         latency_source=LatencySource.MODEL if e.latency_ms is not None else None, latency_gpu="h100")
-        origin = Origin(tuple([candidate(parent).id]) if parent is not None and i else (), e.mutator, 0,
-                        0 if i == 0 else e.generation, e.note)
-        history.append(EvalRecord(c, ev, origin, 0.5, "evaluator-0", T0 + e.at_s).to_dict())
+        proposal = Proposal(c, e.mutator, tuple([candidate(parent).id]) if parent is not None and i else (), 0,
+                            0 if i == 0 else e.generation, e.note)
+        record = Individual(proposal, ev, seconds=0.5, evaluator="evaluator-0", time=T0 + e.at_s)
+        history.append({"kind": "evaluation", **record.to_dict()})
         if e.status is Status.OK and e.level == "full" and e.latency_ms is not None and (
                 best is None or e.latency_ms < (evs[best].latency_ms or 0.0)):
             best = i

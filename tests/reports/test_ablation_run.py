@@ -12,8 +12,8 @@ from collections import Counter
 import pytest
 
 from evo.app.run_data import load_run
-from evo.app.run_store import MsgpackLog
 from evo.app.trace import trace_of
+from evo.contracts.history import MsgpackLog
 
 pytestmark = pytest.mark.slow
 
