@@ -15,10 +15,23 @@ import os
 import resource
 import threading
 import time
+from contextlib import nullcontext
+from typing import Any
 
 from fitness.sandbox import protocol
 from fitness.sandbox.limits import set_memory_limit
 from fitness.sandbox.runner import Runner
+
+
+def sanitizer(views: list[Any], msg: dict[str, Any]) -> Any:
+    """The check's race and bounds sanitizer for one interpreted run (`fitness.check.sanitizer`):
+    races at check sizes, bounds everywhere; none when the evaluation turned it off."""
+    from fitness.check.sanitizer import Sanitizer
+
+    if msg.get("sanitize") == "off":
+        return nullcontext()
+
+    return Sanitizer(views, races=msg.get("sanitize", "races") == "races", run=int(msg["run"]))
 
 
 def _exit_with_parent() -> None:
@@ -41,6 +54,7 @@ def main() -> None:
     ap.add_argument("--fd-out", type=int, required=True)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--memory-mb", type=int, default=0)
+    ap.add_argument("--bench-memory-mb", type=int, default=0)
     ap.add_argument("--compile-only", action="store_true", help="cross-compiles kernels; runs none")
     args = ap.parse_args()
     if args.compile_only and os.environ.get("TRITON_INTERPRET") == "1":
@@ -58,7 +72,7 @@ def main() -> None:
         install()  # older interpreters under numpy >= 2.4: loops over runtime scalars
     _exit_with_parent()  # before the memory limit: the thread's stack counts against it
     if args.memory_mb and args.device == "cpu":
-        set_memory_limit(args.memory_mb)
+        set_memory_limit(args.memory_mb, args.bench_memory_mb)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     from fitness.latency.ops import LatencyOps
 
@@ -75,7 +89,7 @@ def main() -> None:
         if op == "load":
             reply = runner.load(msg)
         elif op == "run":
-            reply = runner.run(msg)
+            reply = runner.run(msg, sanitizer if args.device == "cpu" and not args.compile_only else None)
         elif op == "unload":
             runner.unload()
             reply = {"ok": True}

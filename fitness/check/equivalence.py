@@ -18,17 +18,20 @@ import numpy as np
 
 from evo.contracts import dtypes
 from evo.contracts.candidate import Candidate
+from evo.contracts.config import EvaluationConfig
 from evo.contracts.task import Case, CaseData, Task
-from evo.contracts.verdict import Evaluation, Status
+from evo.contracts.verdict import VERIFIED, Evaluation, Status
 from fitness.check.compare import Diff, compare, same_bits
 from fitness.sandbox import zones as guard
 from fitness.sandbox.process import Worker, WorkerDied, WorkerTimeout
 
 
-def _run_message(data: CaseData, run: int) -> dict[str, object]:
+def _run_message(data: CaseData, run: int, bench: bool, sanitize: bool) -> dict[str, object]:
     return {
         "op": "run",
         "run": run,
+        "bench": bench,  # bench-size buffers may use the larger address space; no race maps at this size
+        "sanitize": ("bounds" if bench else "races") if sanitize else "off",
         "inputs": [{"dtype": t.dtype, "shape": list(t.shape), "data": t.data.tobytes()} for t in data.inputs],
         "outputs": [{"dtype": d, "shape": list(s)} for d, s in zip(data.output_dtypes, data.output_shapes)],
     }
@@ -39,6 +42,7 @@ _KIND = {
     "lint_error": Status.LINT_ERROR,
     "crash": Status.CRASH,
     "timeout": Status.TIMEOUT,
+    "unsafe": Status.UNSAFE,  # the sanitizer: an access out of bounds, or a race between programs
 }
 
 
@@ -88,7 +92,7 @@ def _inspect_run(data: CaseData, reply: dict[str, object], run: int, judge: _Jud
             judge.fail(Status.UNSAFE, f"out-of-bounds store: the guard zone around output {i} changed ({label})")
         _, body, _ = guard.split(storage, dtype, shape)
         outs.append(body)
-        poison = np.resize(guard.poison(dtype, run), body.shape)
+        poison = guard.filled(body.shape, dtype, run)
         unwritten = int(same_bits(body, poison).sum()) if body.size else 0
         expected_poison = int(same_bits(np.asarray(dtypes.cast(data.expected[i], dtype)), poison).sum()) if (
             run == 0 and body.size) else 0
@@ -118,10 +122,14 @@ def check_equivalence(
     *,
     timeout: float,
     stop_on_failure: bool = True,
+    bench: bool = False,
+    sanitize: bool,
 ) -> Evaluation:
     """Run `candidate` on every case in `worker` and judge the results here: `base` with the
     equivalence verdict and its error figures. A worker that may be damaged (a timeout, a crash, an
-    out-of-bounds store) is replaced before this returns."""
+    out-of-bounds store) is replaced before this returns. `bench`: the cases are bench sizes (one
+    run each: the determinism check belongs to check sizes; the sanitizer checks bounds only).
+    `sanitize`: run the interpreter's race and bounds sanitizer (off only to measure its cost)."""
     start = time.monotonic()
     judge = _Judge()
     checked = 0
@@ -152,11 +160,11 @@ def check_equivalence(
         seen_sizes: set[str] = set()
         for case in cases:
             data = task.case_data(case)
-            runs = (0, 1) if case.size_json not in seen_sizes else (0,)
+            runs = (0, 1) if case.size_json not in seen_sizes and not bench else (0,)
             seen_sizes.add(case.size_json)
             first: list[np.ndarray] | None = None
             for run in runs:
-                reply = worker.request(_run_message(data, run), timeout)
+                reply = worker.request(_run_message(data, run, bench, sanitize), timeout)
                 if not reply.get("ok"):
                     status = _KIND.get(str(reply.get("kind")), Status.CRASH)
                     return result(status, f"{reply.get('message')} ({case.label()})", bool(reply.get("fatal")))
@@ -174,3 +182,12 @@ def check_equivalence(
         status, reason = judge.first_failure
         return result(status, reason, status is Status.UNSAFE)
     return result(Status.OK, f"matches the reference on {checked} cases")
+
+
+def bench_check(worker: Worker, task: Task, candidate: Candidate, case: Case, settings: EvaluationConfig,
+                device: str) -> Evaluation:
+    """`candidate` run in full at a bench size in `worker`, its outputs compared with the reference
+    (a ``verified``-level verdict, within ``settings.verify_timeout_s``)."""
+    base = Evaluation(candidate.id, task.key, device, Status.CRASH, level=VERIFIED)
+    return check_equivalence(worker, task, candidate, [case], base, timeout=settings.verify_timeout_s,
+                             bench=True, sanitize=settings.sanitize)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from evo.contracts.candidate import CandidateError, module_literal
+from evo.contracts.candidate import CandidateError, module_literal, parse_module
 
 ALLOWED_MODULES = {
     "triton", "triton.language", "triton.language.extra", "triton.language.extra.libdevice",
@@ -256,9 +256,9 @@ class _Linter:
 def lint(source: str) -> LintResult:
     """All contract violations found in `source` (empty when it may run)."""
     try:
-        tree = ast.parse(source)
-    except SyntaxError as e:
-        return LintResult([f"syntax error at line {e.lineno}: {e.msg}"])
+        tree = parse_module(source)
+    except CandidateError as e:
+        return LintResult([str(e)])
     linter = _Linter(tree)
     linter.collect()
     linter.check_all()

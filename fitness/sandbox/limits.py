@@ -7,19 +7,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
-def set_memory_limit(megabytes: int) -> None:
-    """Cap the address space at what imports took plus `megabytes` (no harm to the machine).
-
-    The hard limit is higher (half the machine's memory, if that is more): bench-size profiling
-    allocates full-size buffers (a naive attention's score matrix is 8 GiB) but touches only the
-    parts its sampled programs use, so it lifts the soft cap for its duration (`roomy_address_space`).
-    """
+def set_memory_limit(megabytes: int, bench_megabytes: int) -> None:
+    """Cap the address space at what imports took plus `megabytes` (checks at check sizes), and
+    at most `bench_megabytes` more while bench-size buffers are needed (`roomy_address_space`: the
+    hard limit). Both are configured (`evaluation.memory_mb`, `evaluation.profile_memory_mb`), never
+    derived from the machine: two evaluators cannot take the machine between them by default. A
+    candidate that allocates past the cap gets a MemoryError: a ``crash`` saying "memory limit"."""
     with open("/proc/self/status") as f:
         vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
-    with open("/proc/meminfo") as f:
-        total_kb = next(int(line.split()[1]) for line in f if line.startswith("MemTotal:"))
     soft = vm * 1024 + megabytes * 1024 * 1024
-    hard = max(soft, vm * 1024 + total_kb * 1024 // 2)
+    hard = max(soft, vm * 1024 + bench_megabytes * 1024 * 1024)
     resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 

@@ -58,11 +58,12 @@ def scrubbed_env(device: str, *, compile_only: bool = False) -> dict[str, str]:
 class Worker:
     """One worker subprocess; start() is cheap, readiness is awaited by the first request."""
 
-    def __init__(self, *, device: str = "cpu", memory_mb: int, startup_timeout: float = 180.0,
+    def __init__(self, *, device: str = "cpu", memory_mb: int, bench_memory_mb: int = 0, startup_timeout: float = 180.0,
                  compile_only: bool = False) -> None:
         self.device = "cpu" if compile_only else device
         self.compile_only = compile_only
         self.memory_mb = memory_mb
+        self.bench_memory_mb = bench_memory_mb  # the cap while bench-size buffers are needed (CPU)
         self.startup_timeout = startup_timeout
         self.proc: subprocess.Popen[bytes] | None = None
         self.ready = False
@@ -86,6 +87,7 @@ class Worker:
         cmd = [
             sys.executable, "-m", "fitness.worker", "--fd-in", str(to_child_r), "--fd-out",
             str(from_child_w), "--device", self.device, "--memory-mb", str(self.memory_mb),
+            "--bench-memory-mb", str(max(self.bench_memory_mb, self.memory_mb)),
             *(["--compile-only"] if self.compile_only else []),
         ]
         with open(self._log_path, "wb") as log:

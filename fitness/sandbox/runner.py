@@ -13,6 +13,8 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from types import ModuleType
 from typing import Any
 
@@ -20,6 +22,12 @@ import numpy as np
 
 from evo.contracts import dtypes
 from fitness.sandbox import zones as guard
+from fitness.sandbox.limits import roomy_address_space
+
+
+class UnsafeAccess(BaseException):
+    """An instrument inside the worker saw an access a GPU would not allow (out of bounds, a race).
+    A BaseException: the interpreter wraps every Exception of a kernel, and candidates cannot catch it."""
 
 
 def describe_exception(e: BaseException, filename: str | None) -> str:
@@ -52,7 +60,13 @@ class Runner:
         text = describe_exception(e, self.filename)
         if isinstance(e, ForbiddenOperation):
             return {"ok": False, "kind": "lint_error", "message": str(e)}
-        if isinstance(e, MemoryError) or "out of memory" in str(e).lower() or "can't allocate memory" in str(e).lower():
+        if isinstance(e, UnsafeAccess):
+            return {"ok": False, "kind": "unsafe", "message": str(e)}
+        causes = [e]
+        while causes[-1].__cause__ is not None and len(causes) < 8:  # the interpreter wraps errors of kernels
+            causes.append(causes[-1].__cause__)
+        if any(isinstance(c, MemoryError) for c in causes) or "out of memory" in str(e).lower() \
+                or "can't allocate memory" in str(e).lower():
             return {"ok": False, "kind": "crash", "message": f"memory limit exceeded: {text}", "fatal": True}
         if "illegal memory access" in str(e) or "misaligned address" in str(e) or "CUDA error" in str(e):
             return {"ok": False, "kind": "crash", "message": text, "fatal": True}
@@ -116,7 +130,19 @@ class Runner:
             t = t.view(torch.int16)
         return bytes(t.cpu().numpy().tobytes())
 
-    def run(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def run(self, msg: dict[str, Any],
+            instrument: Callable[[list[Any], dict[str, Any]], AbstractContextManager[Any]] | None = None
+            ) -> dict[str, Any]:
+        """Run ``launch`` on guarded buffers; `instrument(views, msg)` (the check's sanitizer) wraps the call.
+        A bench-size run (``msg["bench"]``) may use the larger address space of bench-size buffers."""
+        try:
+            with roomy_address_space() if msg.get("bench") else nullcontext():
+                return self._run(msg, instrument)
+        except MemoryError as e:
+            return self.failure(e)
+
+    def _run(self, msg: dict[str, Any],
+             instrument: Callable[[list[Any], dict[str, Any]], AbstractContextManager[Any]] | None) -> dict[str, Any]:
         from fitness.sandbox.torch_guard import CandidateGuard
 
         if self.module is None:
@@ -135,8 +161,9 @@ class Runner:
         if self.device != "cpu":
             self.torch.cuda.synchronize()
         start = time.perf_counter()
+        around = instrument([*in_views, *out_views], msg) if instrument is not None else nullcontext()
         try:
-            with CandidateGuard(self.filename or ""):
+            with CandidateGuard(self.filename or ""), around:
                 self.module.launch(*in_views, *out_views, **self.params)
             if self.device != "cpu":
                 self.torch.cuda.synchronize()

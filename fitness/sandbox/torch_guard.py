@@ -30,6 +30,7 @@ ALLOCATIONS = {
     "zero_", "fill_",
 }
 ALLOWED = METADATA | VIEWS | ALLOCATIONS
+UNINITIALIZED = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
 _TORCH_DIR = os.path.dirname(torch.__file__)
 _THIS_FILE = __file__
 
@@ -52,6 +53,7 @@ class CandidateGuard(TorchFunctionMode):
     def __init__(self, filename: str) -> None:
         super().__init__()
         self.filename = filename
+        self.initialized: set[int] = set()  # storages the candidate allocated with contents (zeros, full...)
 
     def _caller_is_candidate(self) -> bool:
         frame = sys._getframe(2)
@@ -81,5 +83,7 @@ class CandidateGuard(TorchFunctionMode):
             if name in VIEWS and isinstance(result, torch.Tensor) and args and isinstance(args[0], torch.Tensor):
                 if result.untyped_storage().data_ptr() != args[0].untyped_storage().data_ptr():
                     raise ForbiddenOperation(f"torch '{name}' copied the data instead of viewing it")
+            if name in ALLOCATIONS and isinstance(result, torch.Tensor) and name not in UNINITIALIZED:
+                self.initialized.add(int(result.untyped_storage().data_ptr()))
             return result
         return func(*args, **kwargs)

@@ -69,10 +69,16 @@ def layout(data: np.ndarray, dtype: str) -> np.ndarray:
     return np.concatenate([g, np.ascontiguousarray(data).reshape(-1), g])
 
 
+def filled(shape: tuple[int, ...] | list[int], dtype: str, run: int) -> np.ndarray:
+    """An array of `shape` (storage type) holding the poison of `run` everywhere (np.full: np.resize
+    of one element takes seconds at bench sizes)."""
+    p = poison(dtype, run)
+    return np.full(tuple(shape), p[0], dtype=p.dtype)
+
+
 def poisoned(shape: tuple[int, ...], dtype: str, run: int) -> np.ndarray:
     g = guard(dtype)
-    body = np.resize(poison(dtype, run), numel(shape))
-    return np.concatenate([g, body, g])
+    return np.concatenate([g, filled((numel(shape),), dtype, run), g])
 
 
 def split(storage: bytes, dtype: str, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
