@@ -4,15 +4,23 @@
 cache: "evaluate each candidate once" is the job of the one ledger that records evaluations
 (`islands.evaluation.EvaluationLedger`). Latency (`fitness.latency.stage`) is measured on CUDA and
 modelled elsewhere, for quick evaluations too (the model caches its own figures by candidate id).
+
+Levels: ``quick`` (the first check sizes, one draw: STOKE's chain), ``full`` (every check size,
+draw and distribution; the latency at the first bench size, verified there) and ``verified``
+(``full``, then the candidate runs in full at every bench size and its outputs are compared with
+the reference: what ``evo eval`` reports and what an island's best must pass). Bench inputs and
+the programs the model samples come from `secret`, which a candidate cannot know.
 """
 
 from __future__ import annotations
 
+import secrets
+
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.task import Case, Task
-from evo.contracts.verdict import Evaluation, Status
-from fitness.check.equivalence import check_equivalence
+from evo.contracts.verdict import FULL, QUICK, VERIFIED, Evaluation, Status
+from fitness.check.equivalence import bench_check, check_equivalence
 from fitness.check.lint import lint
 from fitness.latency.stage import LatencyStage
 from fitness.sandbox.process import Worker
@@ -33,32 +41,77 @@ class Evaluator:
     ``evaluation:`` section. `quick` checks use the first `quick_sizes` check sizes, one draw."""
 
     def __init__(self, task: Task, settings: EvaluationConfig, *, device: str | None = None,
-                 worker: Worker | None = None) -> None:
-        """`worker`: share an evaluation worker of `device` between evaluators (left open by `close`)."""
+                 worker: Worker | None = None, secret: int | None = None) -> None:
+        """`worker`: share an evaluation worker of `device` between evaluators (left open by `close`).
+        `secret`: the run's secret (a campaign keeps one; default: a new random one)."""
         self.task = task
         self.settings = settings
+        self.secret = secrets.randbits(63) if secret is None else secret
         wanted = device or settings.device
         self.device = detect_device() if wanted == "auto" else wanted
         self._own_worker = worker is None
-        self.worker = worker or Worker(device=self.device, memory_mb=settings.memory_mb)
+        self.worker = worker or Worker(device=self.device, memory_mb=settings.memory_mb,
+                                       bench_memory_mb=settings.profile_memory_mb)
         self.worker.start()  # overlap the worker's imports with the caller's work
-        self.latency = LatencyStage(task, settings, device=self.device, worker=self.worker)
+        self.latency = LatencyStage(task, settings, device=self.device, worker=self.worker, secret=self.secret,
+                                    bench_check=self._bench_check)
 
     def cases(self, level: str) -> list[Case]:
-        if level == "quick":
+        if level == QUICK:
             return self.task.cases(self.task.check_sizes[: self.settings.quick_sizes], draws=1, every_dist=False)
         return self.task.cases(draws=self.settings.draws)
 
-    def evaluate(self, candidate: Candidate, *, level: str = "full") -> Evaluation:
+    def evaluate(self, candidate: Candidate, *, level: str = FULL) -> Evaluation:
+        """The verdict on `candidate` at `level`. Never raises: a failure of the evaluator itself is a
+        ``crash`` verdict that says so."""
         base = Evaluation(candidate.id, self.task.key, self.device, Status.LINT_ERROR, level=level)
+        try:
+            return self._evaluate(candidate, level, base)
+        except Exception as e:  # the evaluator never dies on a candidate: every failure is a verdict
+            self.worker.restart()
+            return base.with_(status=Status.CRASH, reason=f"the evaluator failed on this candidate: "
+                                                          f"{type(e).__name__}: {str(e)[:400]}")
+
+    def _evaluate(self, candidate: Candidate, level: str, base: Evaluation) -> Evaluation:
         found = lint(candidate.source)
         if not found.ok:
             return base.with_(reason=found.reason())
-        ev = check_equivalence(self.worker, self.task, candidate, self.cases(level), base,
-                               timeout=self.settings.timeout_s, stop_on_failure=level != "quick")
+        check_level = FULL if level == VERIFIED else level
+        ev = check_equivalence(self.worker, self.task, candidate, self.cases(check_level), base,
+                               timeout=self.settings.timeout_s, stop_on_failure=level != QUICK,
+                               sanitize=self.settings.sanitize)
         if ev.ok and self.latency.enabled:
-            ev = self.latency.measure(candidate, level=level).apply(ev)
+            ev = self.latency.measure(candidate, level=check_level).apply(ev)
+        if ev.ok and level == VERIFIED:
+            ev = self._verify(candidate, ev)
         return ev
+
+    def _verify(self, candidate: Candidate, ev: Evaluation) -> Evaluation:
+        """`ev` after a full run at every bench size. The model's own full run (first bench size) is
+        not repeated; in the interpreter, a run the model estimates to exceed ``verify_timeout_s`` is
+        not started: a ``timeout`` that says so (the candidate is not verified, so not ``ok``)."""
+        verification = ev.latency_detail.get("verification") or {}
+        limit = self.settings.verify_timeout_s
+        for i, case in enumerate(self.task.bench_cases(self.secret)):
+            if i == 0 and verification.get("full_run"):
+                continue
+            estimate = float(verification.get("full_run_estimate_s") or 0.0) if i == 0 else 0.0
+            if self.device == "cpu" and estimate > limit:
+                return ev.with_(status=Status.TIMEOUT, reason=(
+                    f"not verified at bench size {case.size_json}: a full run in the interpreter would take "
+                    f"about {estimate:.0f} s (evaluation.verify_timeout_s is {limit:.0f} s); bench at smaller "
+                    f"sizes on a CPU, or verify on a GPU"))
+            full = self._bench_check(candidate, case)
+            if not full.ok:
+                return ev.with_(status=full.status, reason=f"at bench size {case.size_json}: {full.reason}",
+                                error=full.error, max_error_ratio=full.max_error_ratio,
+                                max_abs_error=full.max_abs_error, mismatch_fraction=full.mismatch_fraction,
+                                worst_case=full.worst_case)
+        return ev.with_(reason=f"{ev.reason}; verified in full at {len(self.task.bench_sizes)} bench size(s)")
+
+    def _bench_check(self, candidate: Candidate, case: Case) -> Evaluation:
+        """`candidate` run in full at a bench size, its outputs compared with the reference."""
+        return bench_check(self.worker, self.task, candidate, case, self.settings, self.device)
 
     def close(self) -> None:
         self.latency.close()

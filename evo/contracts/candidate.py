@@ -101,22 +101,72 @@ class Candidate:
         return cls(d["source"], dict(d["params"]))
 
 
+def parse_module(source: str) -> ast.Module:
+    """The AST of a candidate module; a `CandidateError` saying why when Python cannot parse it
+    (a syntax error, nesting too deep for the parser, a null byte)."""
+    try:
+        return ast.parse(source)
+    except SyntaxError as e:
+        raise CandidateError(f"syntax error at line {e.lineno}: {e.msg}") from None
+    except (RecursionError, MemoryError):
+        raise CandidateError("the module is nested too deeply for Python's parser") from None
+    except ValueError as e:
+        raise CandidateError(f"the module cannot be parsed: {e}") from None
+
+
 def module_literal(source: str, name: str) -> Any:
     """The literal value assigned to a module-level `name`, None when absent.
 
     Read from the AST, never by importing the module: candidates are untrusted.
     """
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as e:
-        raise CandidateError(f"syntax error at line {e.lineno}: {e.msg}") from None
     value = None
-    for node in tree.body:
+    for node in parse_module(source).body:
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == name for t in node.targets
         ):
             try:
                 value = ast.literal_eval(node.value)
-            except ValueError:
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
                 raise CandidateError(f"{name} (line {node.lineno}) must be a literal") from None
     return value
+
+
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+def params_problems(source: str, params: Params) -> list[str]:
+    """What is wrong with `params` for the module `source` (empty when nothing is): every key must be
+    a meta-parameter of its PARAMS or a keyword `launch` accepts, of the type of its default;
+    ``num_warps`` a power of two in 1..32, ``num_stages`` at least 1. A module that does not parse,
+    or whose PARAMS is not a dict literal, is the lint's to reject: nothing is said of its params."""
+    try:
+        defaults = module_literal(source, "PARAMS") or {}
+        tree = parse_module(source)
+    except CandidateError:
+        return []
+    if not isinstance(defaults, dict):
+        return []
+    launch = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "launch"), None)
+    accepted = set(defaults)
+    if launch is not None:
+        accepted |= {a.arg for a in launch.args.kwonlyargs}
+        if launch.args.kwarg is not None:
+            accepted |= set(LAUNCH_OPTIONS)
+    problems = []
+    for key, value in params.items():
+        if key not in accepted:
+            known = ", ".join(sorted(accepted)) or "none"
+            problems.append(f"unknown parameter {key!r} (the candidate's parameters: {known})")
+            continue
+        default = defaults.get(key)
+        if isinstance(value, (dict, list)) or value is None:
+            problems.append(f"parameter {key!r} must be a number, a bool or a string, not {value!r}")
+        elif default is not None and type(value) is not type(default) and not (
+                isinstance(default, float) and type(value) is int):
+            problems.append(f"parameter {key!r} must be a {type(default).__name__} like its default "
+                            f"{default!r}, not {value!r}")
+        elif key == "num_warps" and not (type(value) is int and value in (1, 2, 4, 8, 16, 32)):
+            problems.append(f"num_warps must be a power of two from 1 to 32, not {value!r}")
+        elif key == "num_stages" and not (type(value) is int and value >= 1):
+            problems.append(f"num_stages must be an integer of at least 1, not {value!r}")
+    return problems

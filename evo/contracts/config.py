@@ -114,6 +114,18 @@ class EvaluationConfig(Strict):
     evaluations, ``quick_timer`` quick ones; ``spin_up_first`` runs before the first timed subject
     of a worker session, ``spin_up`` before every later timing. ``timing_rep_ms`` and
     ``timing_copies`` are accepted as shorthands for ``timer.rep_ms`` and ``timer.copies``.
+
+    Verification at the bench size (see `fitness.latency.model`): the model interprets
+    ``profile_samples`` random programs per launch (and one per edge of the grid), running loops of
+    up to ``profile_full_loop`` iterations in full (and every loop of ``profile_full_programs`` of
+    them, up to ``profile_full_iterations`` loop iterations per program), and compares what they
+    stored with the reference. A full run at every bench size (``evo eval``, an island's best; the
+    model's own when the sample left nothing to compare) may take ``verify_timeout_s``; in the
+    interpreter, one the model estimates to take longer is not started (the verdict says so).
+    ``profile_memory_mb`` caps the address space the worker may add for bench-size buffers
+    (documented in the README; a candidate that needs more is a ``crash``). ``sanitize`` runs the
+    interpreter's race and bounds sanitizer during the check (`fitness.check.sanitizer`); turning it
+    off is for measuring its cost (``bench/verification_cost.py``), not for campaigns.
     """
 
     device: Literal["auto", "cpu", "cuda"] = "auto"
@@ -129,6 +141,13 @@ class EvaluationConfig(Strict):
     spin_up_first: SpinUpConfig = SpinUpConfig()
     spin_up: SpinUpConfig = SpinUpConfig(min_ms=20.0, max_ms=500.0)
     latency_timeout_s: float = Field(default=300.0, gt=0)
+    verify_timeout_s: float = Field(default=900.0, gt=0)
+    profile_samples: int = Field(default=6, ge=1)
+    profile_full_loop: int = Field(default=1024, ge=3)
+    profile_full_programs: int = Field(default=2, ge=1)
+    profile_full_iterations: int = Field(default=16384, ge=1)
+    profile_memory_mb: int = Field(default=4096, ge=256)
+    sanitize: bool = True
 
     @model_validator(mode="before")
     @classmethod

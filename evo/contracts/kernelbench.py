@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from evo.contracts.task import BenchCase, Size, Task, TaskError, Tensor, bench_case_from, size_key
+from evo.contracts.task import BenchCase, Case, Size, Task, TaskError, Tensor, bench_case_from, size_key
 
 DISTS = ("as_given", "wide")
 _WIDE = 4.0
@@ -216,11 +216,12 @@ class KernelBenchTask(Task):
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         return inputs, [o.detach().numpy().copy() for o in outs]
 
-    def bench_case(self, size: Size, *, data: bool = True) -> BenchCase:
+    def bench_case(self, size: Size, *, data: bool = True, draw: Case | None = None) -> BenchCase:
         """Inputs as for checking; output shapes from a forward pass on the meta device."""
         import torch
 
-        model, inputs = self.model_and_inputs(size, self._bench_seed(size), self.dists[0])
+        seed, dist = (draw.seed, draw.dist) if draw is not None else (self._bench_seed(size), self.dists[0])
+        model, inputs = self.model_and_inputs(size, seed, dist)
         n_forward = len(inputs) - len(model.state_dict())
         try:
             with torch.device("meta"):

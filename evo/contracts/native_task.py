@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from evo.contracts import dtypes
-from evo.contracts.task import BenchCase, Size, Task, TaskError, Tensor, Tolerance, bench_case_from
+from evo.contracts.task import BenchCase, Case, Size, Task, TaskError, Tensor, Tolerance, bench_case_from
 
 TASK_LIBRARY = Path(__file__).resolve().parents[2] / "tasks"
 
@@ -109,13 +109,14 @@ class NativeTask(Task):
             inputs.append(Tensor(np.ascontiguousarray(dtypes.cast(arr, name)), name))
         return inputs
 
-    def bench_case(self, size: Size, *, data: bool = True) -> BenchCase:
+    def bench_case(self, size: Size, *, data: bool = True, draw: Case | None = None) -> BenchCase:
         """Inputs from the generator; output shapes from `torch_reference` on meta tensors when the
         task has one (no reference run at bench size), else from a full draw."""
         if self.torch_reference is None:
-            return super().bench_case(size, data=data)
+            return super().bench_case(size, data=data, draw=draw)
         if data:
-            inputs = self._make_inputs(size, self._bench_seed(size), self.dists[0])
+            seed, dist = (draw.seed, draw.dist) if draw is not None else (self._bench_seed(size), self.dists[0])
+            inputs = self._make_inputs(size, seed, dist)
         else:
             inputs = self._probe_inputs(size)
         try:

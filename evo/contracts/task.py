@@ -187,6 +187,17 @@ class Task(ABC):
                 out.append(Case(skey, k, seed, self.dists[k % len(self.dists)]))
         return out
 
+    def bench_cases(self, secret: int) -> list[Case]:
+        """One case per bench size, drawn like the check's (a distribution among the task's), from a
+        seed derived from `secret`: what bench-size verification compares, unpredictable by a kernel."""
+        out = []
+        for size in self.bench_sizes:
+            skey = size_key(size)
+            digest = hashlib.sha256(f"{self.name}|bench|{skey}|{secret}".encode()).digest()
+            seed = int.from_bytes(digest[:4], "little")
+            out.append(Case(skey, 0, seed, self.dists[digest[4] % len(self.dists)]))
+        return out
+
     def case_data(self, case: Case) -> CaseData:
         """Inputs and expected outputs of a case, computed once per task object."""
         if case not in self._cache:
@@ -196,13 +207,15 @@ class Task(ABC):
             self._cache[case] = CaseData(case, inputs, expected, out_dtypes, shapes)
         return self._cache[case]
 
-    def bench_case(self, size: Size, *, data: bool = True) -> BenchCase:
-        """Inputs at `size` (first draw, first distribution) and the output layout.
+    def bench_case(self, size: Size, *, data: bool = True, draw: Case | None = None) -> BenchCase:
+        """Inputs at `size` and the output layout: those of `draw` (one of `bench_cases`) when given,
+        else of a fixed draw (first distribution).
 
         This default draws a whole case, reference included; subclasses override it with
         something cheaper where they can (the reference at bench sizes can be slow).
         """
-        inputs, expected = self._draw(size, self._bench_seed(size), self.dists[0])
+        seed, dist = (draw.seed, draw.dist) if draw is not None else (self._bench_seed(size), self.dists[0])
+        inputs, expected = self._draw(size, seed, dist)
         return bench_case_from(size, inputs, [self.output_dtype(e) for e in expected],
                            [tuple(e.shape) for e in expected], data)
 

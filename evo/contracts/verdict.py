@@ -18,6 +18,11 @@ class Status(str, Enum):
     CRASH = "crash"  # the worker died: segfault, heap corruption, memory limit, CUDA fault
 
 
+# How far an evaluation went: the first check sizes with one draw (STOKE's chain), every check case
+# and the latency at the first bench size (verified there), or that and a full run at every bench size.
+QUICK, FULL, VERIFIED = "quick", "full", "verified"
+
+
 class LatencySource(str, Enum):
     CUDA = "cuda"  # measured with CUDA events
     MODEL = "model"  # estimated by the roofline model, never presented as measured
@@ -38,7 +43,7 @@ class Evaluation:
     mismatch_fraction: float = 1.0
     worst_case: str = ""
     cases_checked: int = 0
-    level: str = "full"
+    level: str = FULL
     check_seconds: float = 0.0
     latency_ms: float | None = None  # at the task's first bench size
     latency_source: LatencySource | None = None  # cuda: measured; model: estimated

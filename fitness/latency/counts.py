@@ -63,10 +63,9 @@ class LaunchCounts:
     reductions_per_program: float = 0.0
     unique_bytes_per_program: float = 0.0
     dot_min_m: int = 0  # smallest M of any tl.dot (wgmma needs 64 per warp group)
-    data_dependent: tuple[str, ...] = ()
     sampled_programs: int = 0
     repeats: int = 1  # identical launches in one call (counted once, timed `repeats` times)
-    call_index: int = 0  # position of its first launch among all launches of the call
+    spec: int = 0  # index of its compiled specialization (`fitness.latency.interp_profile.compile_spec`)
 
     @property
     def programs(self) -> int:
@@ -84,7 +83,6 @@ class LaunchCounts:
         d = asdict(self)
         d["grid"] = list(self.grid)
         d["buffers"] = [asdict(b) for b in self.buffers]
-        d["data_dependent"] = list(self.data_dependent)
         return d
 
     @classmethod
@@ -92,7 +90,6 @@ class LaunchCounts:
         d = dict(d)
         d["grid"] = tuple(d["grid"])
         d["buffers"] = tuple(BufferTraffic(**b) for b in d["buffers"])
-        d["data_dependent"] = tuple(d.get("data_dependent", ()))
         return cls(**d)
 
 
@@ -105,6 +102,7 @@ class KernelResources:
     registers: int
     spill_bytes: int  # per thread (local memory stack)
     shared_bytes: int  # per program (dynamic + static)
+    pipeline_depth: int  # buffers of the least pipelined loop's copies into shared memory (1: none)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

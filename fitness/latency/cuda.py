@@ -28,7 +28,7 @@ from evo.contracts.native_task import NativeTask
 from evo.contracts.task import Task, size_key
 from evo.contracts.verdict import LatencySource, Status
 from fitness.latency.bench_tensors import tensor_specs
-from fitness.latency.result import LatencyResult, sol_ms, speed_of_light_violation
+from fitness.latency.result import BenchCheck, LatencyResult, sol_ms, speed_of_light_violation
 from fitness.sandbox.process import Worker, WorkerDied, WorkerTimeout
 
 _KINDS = {"crash": Status.CRASH, "compile_error": Status.COMPILE_ERROR, "lint_error": Status.LINT_ERROR,
@@ -59,10 +59,15 @@ def task_info(task: Task, size: dict[str, Any]) -> dict[str, Any]:
 class CudaLatency:
     """Measured latency of candidates for one task, in `worker` (a CUDA evaluation worker)."""
 
-    def __init__(self, task: Task, settings: EvaluationConfig, *, worker: Worker) -> None:
+    def __init__(self, task: Task, settings: EvaluationConfig, *, worker: Worker, secret: int = 0,
+                 bench_check: BenchCheck | None = None) -> None:
+        """`secret` draws the bench inputs; `bench_check(candidate, case)` runs a candidate in full at the
+        bench size when the worker could not compare its outputs with a torch reference there."""
         self.task = task
         self.settings = settings
         self.worker = worker
+        self.secret = secret
+        self.bench_check = bench_check
         self.size = dict(task.bench_sizes[0])
         self.key = f"{task.key}:{size_key(self.size)}"
         self._setup_session = -1
@@ -90,7 +95,7 @@ class CudaLatency:
         return reply
 
     def _setup(self) -> None:
-        case = self.task.bench_case(self.size, data=True)
+        case = self.task.bench_case(self.size, data=True, draw=self.task.bench_cases(self.secret)[0])
         ins, outs = tensor_specs(case)
         out_dtype = case.output_dtypes[0] if case.output_dtypes else self.task.dtype
         tol = self.task.tolerance_for(out_dtype)
@@ -198,7 +203,7 @@ class CudaLatency:
         result = LatencyResult(
             source=LatencySource.CUDA, latency_ms=latency, detail=detail, gpu=self.device_name,
             speedups={k: v / latency for k, v in adjacent.items() if latency > 0},
-            roofline_fraction=None if sol is None else min(sol / latency, 1.0),
+            roofline_fraction=None if sol is None or latency <= 0 else min(sol / latency, 1.0),
         )
         ratio = reply.get("bench_error_ratio")
         if timing.get("recheck_failure"):
@@ -208,6 +213,13 @@ class CudaLatency:
             return replace(result, status=Status.WRONG_OUTPUT,
                            reason=f"wrong at bench size {self.size}: error {ratio:.3g}x the tolerance against "
                                   "the float64 torch reference")
+        if ratio is None:  # no torch reference compared the outputs there: check them in full
+            if self.bench_check is None:
+                return LatencyResult(reason="latency unavailable: the outputs at the bench size could not be "
+                                            "compared with a reference", gpu=self.device_name)
+            full = self.bench_check(candidate, self.task.bench_cases(self.secret)[0])
+            if not full.ok:
+                return replace(result, status=full.status, reason=f"at bench size {self.size}: {full.reason}")
         violation = speed_of_light_violation(latency, sol_bound)
         if violation:
             return replace(result, status=Status.UNSAFE, reason=violation)

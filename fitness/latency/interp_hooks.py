@@ -1,13 +1,14 @@
-"""Instrumentation of the Triton interpreter: what one interpreted program moves and computes.
+"""Instrumentation of the Triton interpreter: what one interpreted program moves, computes and writes.
 
-Installed (by `fitness.latency.interp_profile`) only while the latency model profiles, and removed after.
-Every ``create_*`` method of the interpreter's builder is wrapped (`fitness.latency.interp_wrap`); so are
-reductions and scans (which the interpreter computes in numpy, not with the builder) and ``range``
-in kernels.
+Installed (by `fitness.latency.interp_profile`) only while the latency model profiles, and removed
+after. Every ``create_*`` method of the interpreter's builder is wrapped (`fitness.latency.interp_wrap`);
+so are reductions and scans (which the interpreter computes in numpy, not with the builder) and
+``range`` in kernels.
 
-Per program it accumulates, each figure weighted by the loop-sampling weight in force:
+Per program it accumulates, each figure weighted by the loop-sampling weight in force (1 unless a
+loop is longer than the sampling plan runs in full, see `fitness.latency.sampling.loop_plan`):
 - loads and stores: 32-byte sectors touched by the *active* lanes (masked-off lanes move
-  nothing), per tensor argument; sectors seen for the first time in this program are "unique";
+  nothing), per buffer; sectors seen for the first time in this program are "unique";
 - FLOPs: ``tl.dot`` as 2*M*N*K by operand type, element-wise float work, transcendental ops;
 - warp instructions: an op on n elements costs ``num_warps * ceil(n / (32 * num_warps * vec))``
   (vec: elements per vector load, 16 bytes, for contiguous loads and stores; 1 otherwise);
@@ -18,16 +19,24 @@ Per program it accumulates, each figure weighted by the loop-sampling weight in 
   re-reads waits on L2; a round whose result feeds ``tl.dot`` is software-pipelined;
 - where addresses, masks or control flow depend on loaded data (values are tainted on load).
 
-Every active address is checked against the tensor arguments of the launch before the load or
-store runs: at bench sizes a candidate whose index arithmetic overflows is caught here, not by a
-segfault. (An address computed from loaded data is not held against the candidate: bench inputs
-in the model are synthetic.)
+Memory that holds real data is tracked across the launches of one call (`MemoryState`): task
+inputs are real; outputs (poisoned) and scratch from ``torch.empty`` are not until a sampled
+program stores to them; an atomic update leaves its sectors incomplete (other programs' updates
+are missing). A program that reads memory without real data, or whose loops were sampled, computed
+nothing the reference can judge: only the output elements stored by the other programs are
+compared (`MemoryState.verifiable`).
+
+Every active address is checked against the buffers of the launch before the load or store runs:
+at bench sizes a candidate whose index arithmetic overflows is caught here, not by a segfault. (An
+address computed from loaded data is reported, not held against the candidate.) Reuse probes run
+with stores and atomics suppressed: they only need addresses, and must not touch the outputs.
 """
 
 from __future__ import annotations
 
 import builtins
 import math
+import random
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -54,19 +63,24 @@ _SFU = {
 
 
 class OutOfBounds(Exception):
-    """A sampled program loaded or stored outside every tensor argument of its launch."""
+    """A sampled program loaded or stored outside every buffer of its launch."""
 
 
 class DataDependentAccess(Exception):
-    """An out-of-bounds address computed from loaded data: with synthetic bench inputs (zeros for
-    floats) that says nothing about the candidate, only that the model cannot run it."""
+    """An out-of-bounds address computed from loaded data."""
 
 
 @dataclass
 class Buffer:
+    """A storage a launch can address. `kind`: input (real data), output (poisoned until stored to)
+    or scratch; `index` is its position among the task's outputs (outputs only)."""
+
     name: str
     start: int
     end: int
+    kind: str = "scratch"
+    index: int = -1
+    itemsize: int = 1
     lo: int = 2**64
     hi: int = 0
     store_lo: int = 2**64
@@ -103,11 +117,70 @@ class ProgramCounts:
     reductions: float = 0.0
     rounds: list[_Round] = field(default_factory=list)
     dot_min_m: int = 0
+    stored: int = 0  # lanes stored (or updated atomically), any buffer
+    stored_outputs: float = 0.0  # of those, lanes stored to the task's outputs (weighted)
+    ops: float = 0.0  # loads, stores and atomics (weighted): what a full run would interpret
 
     def buffer(self, i: int) -> BufferCount:
         if i not in self.buffers:
             self.buffers[i] = BufferCount()
         return self.buffers[i]
+
+
+class MemoryState:
+    """Which memory holds real data during one call of ``launch``, and which output elements were
+    stored by programs that computed from real data only (see the module docstring)."""
+
+    def __init__(self, outputs: list[tuple[int, int, int]]) -> None:
+        """`outputs`: (start address, element count, element size) of each task output."""
+        self.outputs = outputs
+        self.out_state = [np.zeros(n, dtype=np.int8) for _, n, _ in outputs]  # 0 unwritten, 1 judged, 2 not
+        self._real: dict[int, np.ndarray] = {}  # buffer start -> real flag per sector
+        self._pending: list[tuple[int, np.ndarray, bool]] = []  # output index, elements stored, atomically
+        self.program_real = True
+
+    def sectors(self, buf: Buffer, addresses: np.ndarray) -> np.ndarray:
+        return (addresses - np.uint64(buf.start)) >> np.uint64(_SECTOR_SHIFT)
+
+    def _flags(self, buf: Buffer, initialized: bool) -> np.ndarray:
+        if buf.start not in self._real:
+            n = ((buf.end - buf.start) >> _SECTOR_SHIFT) + 1
+            self._real[buf.start] = np.full(n, initialized, dtype=bool)
+        return self._real[buf.start]
+
+    def begin_program(self) -> None:
+        self.program_real = True
+        self._pending = []
+
+    def loaded(self, buf: Buffer, addresses: np.ndarray, initialized: bool) -> None:
+        if buf.kind == "input" or not addresses.size:
+            return
+        flags = self._flags(buf, initialized)
+        if not flags[self.sectors(buf, addresses)].all():
+            self.program_real = False
+
+    def stored(self, buf: Buffer, addresses: np.ndarray, initialized: bool, *, atomic: bool) -> None:
+        if not addresses.size:
+            return
+        self._flags(buf, initialized)[self.sectors(buf, addresses)] = not atomic
+        if buf.kind == "output":
+            elems = ((addresses - np.uint64(buf.start)) // np.uint64(buf.itemsize)).astype(np.int64)
+            self._pending.append((buf.index, elems, atomic))
+
+    def end_program(self, complete: bool) -> None:
+        """Settle the output elements this program stored, in order: judged only if the program read
+        real data and ran its loops in full, never after an atomic update (the other programs' updates
+        are missing); the last store to an element decides."""
+        mark = 1 if self.program_real and complete else 2
+        for index, elems, atomic in self._pending:
+            self.out_state[index][elems] = 2 if atomic else mark
+        self._pending = []
+
+    def verifiable(self, index: int) -> np.ndarray:
+        return np.flatnonzero(self.out_state[index] == 1)
+
+    def written(self, index: int) -> int:
+        return int(np.count_nonzero(self.out_state[index]))
 
 
 def _operand_type(dtype: Any, precision: Any) -> str:
@@ -125,36 +198,53 @@ def _operand_type(dtype: Any, precision: Any) -> str:
 class Recorder:
     """Counts what the interpreted programs of one launch do (see the module docstring)."""
 
-    def __init__(self, buffers: list[Buffer], num_warps: int, filename: str, *, loop_keep: int = 2) -> None:
+    def __init__(self, buffers: list[Buffer], num_warps: int, filename: str, memory: MemoryState, *,
+                 loop_full: int, initialized: set[int]) -> None:
+        """`initialized`: starts of scratch buffers allocated with contents (``torch.zeros``, ...)."""
         self.buffers = sorted(buffers, key=lambda b: b.start)
         self._starts = np.array([b.start for b in self.buffers], dtype=np.uint64)
         self.warps = max(int(num_warps), 1)
         self.filename = filename
-        self.loop_keep = loop_keep
-        self.loop_tail = True
+        self.memory = memory
+        self.initialized = initialized
+        self.loop_full = loop_full
+        self.budget: int | None = None  # a program that runs its loops in full: iterations it may still run
+        self.loop_rng: random.Random | None = None  # None: a reuse probe (first iterations only)
+        self.probing = False
+        self.poison_run = 0  # which poison masked-off lanes of loads without `other` read
         self.active = False
         self.depth = 0
         self.events = 0
+        self.complete = True  # every loop of the current program ran in full
         self.program = ProgramCounts()
         self.notes: set[str] = set()
+        self.unmodelled: set[str] = set()
         self._weights = [1.0]
         self._epoch = 0
         self._open: int | None = None
 
     # -- program and loop state ---------------------------------------------------------------
-    def begin_program(self) -> None:
+    def begin_program(self, *, probing: bool, rng: random.Random | None) -> None:
         self.program = ProgramCounts()
         self._weights = [1.0]
         self._epoch += 1
         self._open = None
         self.depth = 0
+        self.probing = probing
+        self.loop_rng = rng
+        self.complete = True
+        self.memory.begin_program()
+
+    def end_program(self) -> None:
+        if not self.probing:
+            self.memory.end_program(self.complete)
 
     @property
     def weight(self) -> float:
         return self._weights[-1]
 
     def sampled_range(self, *args: Any, **kwargs: Any) -> Any:
-        """`range` inside kernels: the first iterations and the last, weighted (see sampling)."""
+        """`range` in kernels: every iteration, unless the loop is too long (see `loop_plan`)."""
         bounds = [scalar_index(a.handle.data) if hasattr(a, "handle") else a for a in args]
         if not self.active:
             return builtins.range(*bounds)
@@ -169,7 +259,14 @@ class Recorder:
 
     def _iterate(self, r: range) -> Iterator[int]:
         epoch = self._epoch
-        for index, w in loop_plan(len(r), self.loop_keep, tail=self.loop_tail):
+        if self.budget is not None and len(r) <= self.budget:
+            self.budget -= len(r)
+            plan = [(i, 1.0) for i in range(len(r))]
+        else:
+            plan = loop_plan(len(r), self.loop_full, None if self.probing else self.loop_rng)
+        if len(plan) < len(r):
+            self.complete = False
+        for index, w in plan:
             self._weights.append(self._weights[-1] * w)
             try:
                 yield r[index]
@@ -188,6 +285,14 @@ class Recorder:
 
     def note(self, what: str) -> None:
         self.notes.add(f"{what} ({self.where()})")
+
+    def cache_policy(self, cache_modifier: Any, eviction_policy: Any) -> None:
+        """A load or store hint the model has no term for: listed, so a neutral model is not read as a
+        neutral GPU."""
+        for label, value in (("cache modifier", cache_modifier), ("eviction policy", eviction_policy)):
+            text = str(getattr(value, "name", value) or "").lower()
+            if text not in ("", "none", "normal", "evict_normal"):
+                self.unmodelled.add(f"{label} {text} ({self.where()})")
 
     @staticmethod
     def tainted_value(v: Any) -> bool:
@@ -239,9 +344,10 @@ class Recorder:
         if active.size:
             self._locate(kind, ptr, int(active.min()), int(active.max()) + item)
 
-    def memory(self, kind: str, ptr: Any, mask: Any) -> int | None:
+    def memory_op(self, kind: str, ptr: Any, mask: Any, *, atomic: bool = False) -> int | None:
         """Check and count one load or store; returns the buffer index (None if no lane is active)."""
         self.events += 1
+        self.program.ops += self.weight
         if ptr.attr.get(TAINT) or (mask is not None and mask.attr.get(TAINT)):
             self.note(f"{kind} addresses or masks depend on loaded data")
         addr, active, item = self._active(ptr, mask)
@@ -250,7 +356,10 @@ class Recorder:
         lo, hi = int(active.min()), int(active.max()) + item
         b = self._locate(kind, ptr, lo, hi)
         buf = self.buffers[b]
-        sectors = set((active >> np.uint64(_SECTOR_SHIFT)).tolist())
+        initialized = buf.start in self.initialized
+        # sectors from the buffer's start, as if it were allocated 256-byte aligned as on a GPU (a CPU
+        # allocation's alignment varies from run to run, and with it the sector count)
+        sectors = set(((active - np.uint64(buf.start)) >> np.uint64(_SECTOR_SHIFT)).tolist())
         w = self.weight
         counts = self.program.buffer(b)
         touched = len(sectors) * 32.0 * w
@@ -259,12 +368,18 @@ class Recorder:
             vec = max(1, min(16 // item, addr.shape[-1], max(addr.size // (32 * self.warps), 1)))
         self.program.warp_instructions += self._instructions(int(addr.size), vec) * w
         if kind == "store":
+            if not self.probing:
+                self.memory.stored(buf, active, initialized, atomic=atomic)
+                self.program.stored += int(active.size)
+                self.program.stored_outputs += float(active.size) * w if buf.kind == "output" else 0.0
             seen = self.program.store_sectors.setdefault(b, set())
             counts.store_requests += touched
             counts.store_unique += len(sectors - seen) * 32.0 * w
             seen |= sectors
             buf.store_lo, buf.store_hi = min(buf.store_lo, lo), max(buf.store_hi, hi)
             return b
+        if not self.probing:
+            self.memory.loaded(buf, active, initialized)
         seen = self.program.sectors.setdefault(b, set())
         new = sectors - seen
         counts.requests += touched

@@ -3,7 +3,9 @@ through a `fitness.latency.interp_hooks.Recorder` (installed by `fitness.latency
 
 Memory ops are checked and counted before they run; ops that only delegate to a masked load or
 store (unmasked loads, descriptors, block pointers) pass through so the inner op is counted once;
-anything inside a counted op (or a reduction) is that op's own cost.
+anything inside a counted op (or a reduction) is that op's own cost. While a reuse probe runs,
+stores and atomics are counted but not carried out. Masked-off lanes of a load without ``other``
+read poison (`fitness.sandbox.masked_poison`), as they do in the check.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from fitness.latency.interp_hooks import TAINT, Recorder
+from fitness.sandbox.masked_poison import poison_masked_off
 
 _FREE = {
     "create_splat", "create_broadcast", "create_expand_dims", "create_reshape", "create_trans",
@@ -40,9 +43,12 @@ def wrap_builder_method(rec: Recorder, name: str, fn: Callable[..., Any]) -> Cal
             kind = "load" if name == "create_load" else "store"
             rec.check_bounds(kind, args[0], None)
             before = rec.events
+            if kind == "store" and rec.probing:
+                rec.memory_op(kind, args[0], None)
+                return None
             out = fn(*args, **kwargs)
             if rec.events == before:
-                rec.memory(kind, args[0], None)
+                rec.memory_op(kind, args[0], None)
                 if isinstance(out, TensorHandle):
                     rec.loaded(out)
             return out
@@ -54,15 +60,20 @@ def wrap_builder_method(rec: Recorder, name: str, fn: Callable[..., Any]) -> Cal
         handles = [a for a in args if isinstance(a, TensorHandle)]
         if name == "create_masked_load":
             rec.consume(handles)
-            rec.memory("load", args[0], args[1])
+            rec.memory_op("load", args[0], args[1])
         elif name == "create_masked_store":
             rec.consume([args[1]])
-            rec.memory("store", args[0], args[2])
+            rec.memory_op("store", args[0], args[2])
+            if rec.probing:
+                return None
         elif name in ("create_atomic_rmw", "create_atomic_cas"):
             rec.consume(handles)
             ptr, mask = (args[1], args[3]) if name == "create_atomic_rmw" else (args[0], None)
-            rec.memory("store", ptr, mask)
-            rec.memory("load", ptr, mask)
+            rec.memory_op("store", ptr, mask, atomic=True)
+            rec.memory_op("load", ptr, mask)
+            if rec.probing:  # the old values are not needed for addresses
+                value = args[2]
+                return TensorHandle(np.zeros_like(np.asarray(value.data)), value.dtype.scalar)
         else:
             rec.consume(handles)
         rec.depth += 1
@@ -70,6 +81,8 @@ def wrap_builder_method(rec: Recorder, name: str, fn: Callable[..., Any]) -> Cal
             out = fn(*args, **kwargs)
         finally:
             rec.depth -= 1
+        if name == "create_masked_load" and len(args) > 2 and args[2] is None and isinstance(out, TensorHandle):
+            poison_masked_off(out, args[1], rec.poison_run)
         if name in ("create_masked_load", "create_atomic_rmw", "create_atomic_cas"):
             if isinstance(out, TensorHandle):
                 rec.loaded(out)

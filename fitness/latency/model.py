@@ -1,60 +1,95 @@
 """The modelled latency source: counts from the interpreter, resources from a cross-compile, and the
 roofline model of the target GPU (`fitness.latency.roofline`), cached by candidate id.
 
-Two subprocesses take part: the interpreter worker (on a machine without CUDA, the evaluation
-worker itself) runs ``profile`` at the first bench size, and a compile worker (no interpreter, no
-GPU) runs ``compile`` for the target's architecture at the same time. The speedup over the seed is
-the seed's modelled latency over the candidate's.
+One model run of a candidate, at the task's first bench size:
+
+1. the interpreter worker (on a machine without CUDA, the evaluation worker itself) loads the
+   candidate afresh (no state carried from the check's calls) and runs ``launch`` on inputs drawn
+   like the check's (real values, from a secret seed the candidate cannot know; sent once per
+   worker session) and on poisoned outputs, interpreting a random sample of programs
+   (`fitness.latency.interp_profile`);
+2. the output elements those programs stored are compared with the float64 reference of those
+   inputs (computed once per evaluator): a wrong one is ``wrong_output`` at the bench size. When the
+   sample leaves nothing to compare (outputs updated atomically, or computed from another launch's
+   partial results) or stores too little of the outputs to be representative, the candidate runs in
+   full at the bench size instead (`bench_check`, up to ``evaluation.verify_timeout_s``): no latency is
+   reported for a size at which the outputs were not compared;
+3. a compile worker (no interpreter, no GPU) compiles exactly the specializations that ran; a kernel
+   that does not compile is a ``compile_error``, one that does not fit the target too;
+4. the roofline estimate; a time below the task's speed-of-light bound is ``unsafe``, as on CUDA.
+
+The detail lists the sampling seed (to reproduce the verdict), what was compared, and what the model
+does not represent (cache modifiers...). The speedup over the seed is the seed's modelled latency
+over the candidate's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any
 
+import numpy as np
+
+from evo.contracts import dtypes
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.gpus import get_profile
-from evo.contracts.task import BenchCase, Task
-from evo.contracts.verdict import LatencySource, Status
-from fitness.latency.bench_tensors import tensor_specs
+from evo.contracts.task import Case, CaseData, Task
+from evo.contracts.verdict import Evaluation, LatencySource, Status
+from fitness.check.compare import compare
+from fitness.check.equivalence import bench_check
 from fitness.latency.counts import KernelResources, LaunchCounts
-from fitness.latency.result import LatencyResult, sol_ms
+from fitness.latency.result import BenchCheck, LatencyResult, sol_ms, speed_of_light_violation
 from fitness.latency.roofline import DoesNotFit, estimate
 from fitness.sandbox.process import Worker, WorkerDied, WorkerTimeout
 
 _KINDS = {"unsafe": Status.UNSAFE, "crash": Status.CRASH, "lint_error": Status.LINT_ERROR,
           "compile_error": Status.COMPILE_ERROR, "timeout": Status.TIMEOUT}
 _MAX_LAUNCHES_IN_DETAIL = 8
+MIN_COVERAGE = 0.5  # below this share of the outputs' elements, a sample is not representative
+
+def sample_seed(secret: int, candidate_id: str) -> int:
+    """The sampling seed of one candidate's model run: unknown without the secret."""
+    return int.from_bytes(hashlib.sha256(f"{secret}:{candidate_id}".encode()).digest()[:8], "little")
 
 
 class ModelLatency:
     """Modelled latency of candidates for one task (see the module docstring)."""
 
     def __init__(self, task: Task, settings: EvaluationConfig, *, interp_worker: Worker | None,
-                 compile_worker: Worker | None = None) -> None:
-        """Workers passed in are shared (and left open by `close`); missing ones are started here."""
+                 compile_worker: Worker | None = None, secret: int = 0, bench_check: BenchCheck | None = None
+                 ) -> None:
+        """Workers passed in are shared (and left open by `close`); missing ones are started here.
+        `bench_check(candidate, case)` runs the candidate in full on a bench case; by default the
+        equivalence check in the interpreter worker, within ``verify_timeout_s``."""
         self.task = task
         self.settings = settings
+        self.secret = secret
         self.gpu = get_profile(settings.target_gpu)
         self.size = dict(task.bench_sizes[0])
         self._own = [w is None for w in (interp_worker, compile_worker)]
-        self.interp = interp_worker or Worker(device="cpu", memory_mb=settings.memory_mb)
+        self.interp = interp_worker or Worker(device="cpu", memory_mb=settings.memory_mb,
+                                              bench_memory_mb=settings.profile_memory_mb)
         self.compiler = compile_worker or Worker(compile_only=True, memory_mb=settings.memory_mb)
         self.compiler.start()
         self.interp.start()
-        self._case: BenchCase | None = None
+        self.bench_check = bench_check or self._bench_check
         self.cache: dict[str, LatencyResult] = {}
+        self._setup_session = -1
         self._seed_ms: float | None = None
         self._seed_done = False
 
-    def case(self) -> BenchCase:
-        if self._case is None:
-            self._case = self.task.bench_case(self.size, data=False)
-        return self._case
+    @property
+    def case(self) -> Case:
+        return self.task.bench_cases(self.secret)[0]
+
+    def data(self) -> CaseData:
+        """Inputs and float64 reference at the bench size (computed once per task object)."""
+        return self.task.case_data(self.case)
 
     def measure(self, candidate: Candidate, level: str = "full") -> LatencyResult:
-        """The modelled latency (the level does not matter: the model is cheap and cached)."""
+        """The modelled latency (the level does not matter: the model is cached by candidate id)."""
         result = self._cached(candidate)
         seed = self._seed_latency()
         if result.latency_ms and seed:
@@ -73,104 +108,176 @@ class ModelLatency:
                 self._seed_ms = self._cached(Candidate.from_source(self.task.seed_source)).latency_ms
         return self._seed_ms
 
-    def _failed(self, kind: str, message: str, started: float) -> LatencyResult:
+    def _bench_check(self, candidate: Candidate, case: Case) -> Evaluation:
+        return bench_check(self.interp, self.task, candidate, case, self.settings, "cpu")
+
+    def _failed(self, kind: str, message: str) -> LatencyResult:
         if kind in _KINDS:
             return LatencyResult(_KINDS[kind], f"latency model: {message}", source=LatencySource.MODEL,
-                                 gpu=self.gpu.name, detail={"model_s": round(time.monotonic() - started, 3)})
+                                 gpu=self.gpu.name)
         return LatencyResult(reason=f"latency unavailable: {message}", source=None, gpu=self.gpu.name,
                              detail={"error": message})
 
+    # -- one model run --------------------------------------------------------------------------
+
+    def _profile(self, candidate: Candidate, seed: int) -> dict[str, Any]:
+        """The interpreter worker's profile reply (setting up the bench inputs when the worker lacks them)."""
+        timeout = self.settings.latency_timeout_s
+        data = self.data()
+        key = f"{self.task.key}:{self.case.size_json}:{self.case.seed}"
+        settings = {"inner_samples": self.settings.profile_samples, "loop_full": self.settings.profile_full_loop,
+                    "full_programs": self.settings.profile_full_programs,
+                    "full_iterations": self.settings.profile_full_iterations,
+                    "sms": self.gpu.sms, "max_blocks_per_sm": self.gpu.max_blocks_per_sm,
+                    "max_warps_per_sm": self.gpu.max_warps_per_sm}
+        load = {"op": "load", "source": candidate.source, "params": candidate.params, "name": candidate.id}
+        reply = self.interp.request(load, timeout)
+        for _ in range(2):
+            if not reply.get("ok"):
+                return reply
+            if self._setup_session != self.interp.starts:
+                inputs = [{"dtype": t.dtype, "shape": list(t.shape), "data": t.data.tobytes()} for t in data.inputs]
+                outputs = [{"dtype": d, "shape": list(s)} for d, s in zip(data.output_dtypes, data.output_shapes)]
+                reply = self.interp.request({"op": "profile_setup", "key": key, "inputs": inputs,
+                                             "outputs": outputs}, timeout)
+                if not reply.get("ok"):
+                    return reply
+                self._setup_session = self.interp.starts
+            reply = self.interp.request({"op": "profile", "key": key, "seed": seed, "settings": settings}, timeout)
+            if reply.get("kind") != "need_setup":
+                return reply
+            self._setup_session = -1
+            reply = self.interp.request(load, timeout)  # the worker was replaced: load again
+        return reply
+
+    def _compare(self, reply: dict[str, Any]) -> tuple[int, str | None]:
+        """(elements compared, the reason they are wrong or None) for the sampled programs' outputs."""
+        data = self.data()
+        compared = 0
+        for i, (raw_idx, raw_values) in enumerate(reply["verified"]):
+            idx = np.frombuffer(raw_idx, dtype=np.int64)
+            if not idx.size:
+                continue
+            dtype = data.output_dtypes[i]
+            values = np.frombuffer(raw_values, dtype=dtypes.storage_type(dtype))
+            expected = np.asarray(data.expected[i]).reshape(-1)[idx]
+            diff = compare(values, dtype, expected, self.task.tolerance_for(dtype))
+            compared += int(idx.size)
+            if not diff.ok:
+                where = ""
+                if diff.first_bad is not None:
+                    flat = int(idx[diff.first_bad[0]])
+                    shape = data.output_shapes[i]
+                    where = f" (first at index {list(np.unravel_index(flat, shape)) if shape else []})"
+                return compared, (f"output {i} wrong at bench size {self.size} in the elements the sampled programs "
+                                  f"stored: {diff.describe()}{where}")
+        return compared, None
+
     def _model(self, candidate: Candidate) -> LatencyResult:
         started = time.monotonic()
-        try:
-            ins, outs = tensor_specs(self.case())
-        except Exception as e:
-            return self._failed("model_error", f"no bench case: {type(e).__name__}: {e}", started)
-        load = {"op": "load", "source": candidate.source, "params": candidate.params, "name": candidate.id,
-                "reuse": True}
+        seed = sample_seed(self.secret, candidate.id)
         timeout = self.settings.latency_timeout_s
-        compile_reply: dict[str, Any] | None = None
-        pending = False
         try:
-            try:
-                compile_reply = self.compiler.request(load, timeout)
-                if compile_reply.get("ok"):
-                    self.compiler.submit({"op": "compile", "inputs": ins, "outputs": outs, "arch": self.gpu.arch})
-                    pending = True
-            except (WorkerTimeout, WorkerDied) as e:
-                compile_reply = {"ok": False, "kind": "model_error", "message": f"compile worker: {e}"}
-            reply = self.interp.request(load, timeout)
-            if reply.get("ok"):
-                settings = {"sms": self.gpu.sms, "max_blocks_per_sm": self.gpu.max_blocks_per_sm,
-                            "max_warps_per_sm": self.gpu.max_warps_per_sm}
-                reply = self.interp.request({"op": "profile", "inputs": ins, "outputs": outs,
-                                             "settings": settings}, timeout)
+            self.data()
+        except Exception as e:
+            return self._failed("model_error", f"no bench case at {self.size}: {type(e).__name__}: {e}")
+        try:
+            reply = self._profile(candidate, seed)
         except WorkerTimeout as e:
-            return self._failed("timeout", f"profiling at bench size {self.size} did not finish: {e}", started)
+            return self._failed("timeout", f"profiling at bench size {self.size} did not finish: {e}")
         except WorkerDied as e:
-            return self._failed("crash", f"profiling at bench size {self.size} crashed the worker: {e.reason}",
-                                started)
-        finally:
-            if pending:
-                try:
-                    compile_reply = self.compiler.collect(timeout)
-                except (WorkerTimeout, WorkerDied) as e:
-                    compile_reply = {"ok": False, "kind": "model_error", "message": f"compile worker: {e}"}
+            return self._failed("crash", f"profiling at bench size {self.size} crashed the worker: {e.reason}")
         if not reply.get("ok"):
-            return self._failed(str(reply.get("kind")), str(reply.get("message")), started)
-        launches = [LaunchCounts.from_dict(d) for d in reply["launches"]]
-        notes: list[str] = []
-        resources = self._resources(launches, compile_reply, notes)
-        if isinstance(resources, LatencyResult):
-            return resources
+            return self._failed(str(reply.get("kind")), str(reply.get("message")))
+        compared, wrong = self._compare(reply)
+        if wrong:
+            return LatencyResult(Status.WRONG_OUTPUT, wrong, source=LatencySource.MODEL, gpu=self.gpu.name)
+        coverage = float(reply.get("coverage", 0.0))
+        estimate_s = float(reply.get("full_run_s", 0.0))
+        verification: dict[str, Any] = {"elements_compared": compared, "programs_run": reply["programs_run"],
+                                        "output_coverage": round(coverage, 3), "full_run": False,
+                                        "full_run_estimate_s": round(estimate_s, 1)}
+        if not compared or coverage < MIN_COVERAGE:
+            why = ("the sampled programs stored no output element computed in full" if not compared else
+                   f"the launches store {coverage:.0%} of the outputs' elements")
+            if estimate_s > self.settings.verify_timeout_s:
+                return self._failed("unverifiable", (
+                    f"outputs not verifiable at bench size {self.size}: {why}, and a full run in the "
+                    f"interpreter would take about {estimate_s:.0f} s (evaluation.verify_timeout_s is "
+                    f"{self.settings.verify_timeout_s:.0f} s); bench at smaller sizes on a CPU, or run on a GPU"))
+            full = self.bench_check(candidate, self.case)
+            if not full.ok:
+                return LatencyResult(full.status, f"at bench size {self.size}: {full.reason}",
+                                     source=LatencySource.MODEL, gpu=self.gpu.name)
+            verification.update(full_run=True, elements_compared=sum(int(np.prod(s)) if s else 1
+                                                                      for s in self.data().output_shapes))
         try:
-            est = estimate(launches, resources, self.gpu)
+            resources = self._compile(candidate, reply["specs"], timeout)
+        except _CompileFailed as e:
+            return LatencyResult(e.status, f"latency model: {e}", source=LatencySource.MODEL, gpu=self.gpu.name)
+        launches = [LaunchCounts.from_dict(d) for d in reply["launches"]]
+        try:
+            est = estimate(launches, [resources[c.spec] for c in launches], self.gpu)
         except DoesNotFit as e:
             return LatencyResult(Status.COMPILE_ERROR, f"does not fit on {self.gpu.description}: {e}",
                                  source=LatencySource.MODEL, gpu=self.gpu.name)
+        return self._result(est, launches, reply, verification, seed, started)
+
+    def _result(self, est: Any, launches: list[LaunchCounts], reply: dict[str, Any], verification: dict[str, Any],
+                seed: int, started: float) -> LatencyResult:
         latency_ms = est.seconds * 1e3
         sol = sol_ms(self.task, self.size, self.gpu)
         detail: dict[str, Any] = {
             "gpu": self.gpu.name, "size": self.size, "model_s": round(time.monotonic() - started, 3),
-            "dram_bytes": round(est.dram_bytes), "flops": round(est.flops),
+            "dram_bytes": round(est.dram_bytes), "flops": round(est.flops), "sample_seed": str(seed),
+            "verification": verification,
             "launches": [{**e.to_dict(), "grid": list(c.grid), "sampled_programs": c.sampled_programs}
                          for e, c in list(zip(est.launches, launches))[:_MAX_LAUNCHES_IN_DETAIL]],
         }
+        notes = []
         if len(launches) > _MAX_LAUNCHES_IN_DETAIL:
             notes.append(f"{len(launches)} distinct launches; the first {_MAX_LAUNCHES_IN_DETAIL} are shown")
-        dependent = sorted({d for c in launches for d in c.data_dependent})
-        if dependent:
-            detail["data_dependent"] = dependent
+        if reply.get("notes"):
+            detail["data_dependent"] = list(reply["notes"])
+        if reply.get("unmodelled"):
+            detail["unmodelled"] = list(reply["unmodelled"])
         if sol is not None:
             detail["sol_ms"] = sol
-        notes += list(est.notes)
         if notes:
             detail["notes"] = notes
-        return LatencyResult(
+        result = LatencyResult(
             latency_ms=latency_ms, source=LatencySource.MODEL, detail=detail, gpu=self.gpu.name,
-            roofline_fraction=None if sol is None else min(sol / latency_ms, 1.0),
+            roofline_fraction=None if sol is None or latency_ms <= 0 else min(sol / latency_ms, 1.0),
         )
+        violation = speed_of_light_violation(latency_ms, sol_ms(self.task, self.size, self.gpu, bound=True),
+                                             what="modelled")
+        if violation:
+            return LatencyResult(Status.UNSAFE, violation, latency_ms, LatencySource.MODEL, detail=detail,
+                                 gpu=self.gpu.name)
+        return result
 
-    def _resources(self, launches: list[LaunchCounts], reply: dict[str, Any] | None,
-                   notes: list[str]) -> list[KernelResources | None] | LatencyResult:
-        if reply is None or not reply.get("ok"):
-            kind = str((reply or {}).get("kind", "model_error"))
-            message = str((reply or {}).get("message", "the compile worker did not answer"))
-            if kind in _KINDS:
-                return LatencyResult(_KINDS[kind], message, source=LatencySource.MODEL, gpu=self.gpu.name)
-            notes.append(f"static resources unavailable: {message}")
-            return [None] * len(launches)
-        compiled = [KernelResources.from_dict(k) for k in reply["kernels"]]
-        out: list[KernelResources | None] = []
-        for c in launches:
-            r = compiled[c.call_index] if c.call_index < len(compiled) else None
-            if r is None or r.kernel != c.kernel:
-                r = next((k for k in compiled if k.kernel == c.kernel and k.num_warps == c.num_warps), None)
-            out.append(r)
-        return out
+    def _compile(self, candidate: Candidate, specs: list[dict[str, Any]], timeout: float) -> list[KernelResources]:
+        """The resources of every specialization that ran, compiled for the target."""
+        load = {"op": "load", "source": candidate.source, "params": candidate.params, "name": candidate.id}
+        try:
+            reply = self.compiler.request(load, timeout)
+            if reply.get("ok"):
+                reply = self.compiler.request({"op": "compile", "specs": specs, "arch": self.gpu.arch}, timeout)
+        except WorkerTimeout as e:
+            raise _CompileFailed(Status.COMPILE_ERROR, f"the compile for {self.gpu.name} did not finish: {e}") from None
+        except WorkerDied as e:
+            raise _CompileFailed(Status.CRASH, f"the compile worker died: {e.reason}") from None
+        if not reply.get("ok"):
+            raise _CompileFailed(_KINDS.get(str(reply.get("kind")), Status.COMPILE_ERROR), str(reply.get("message")))
+        return [KernelResources.from_dict(k) for k in reply["kernels"]]
 
     def close(self) -> None:
         for own, w in zip(self._own, (self.interp, self.compiler)):
             if own:
                 w.close()
 
+
+class _CompileFailed(Exception):
+    def __init__(self, status: Status, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status

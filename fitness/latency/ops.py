@@ -1,20 +1,26 @@
 """Latency ops of the evaluation worker (kept out of `fitness.worker`, which imports this module).
 
-- ``profile`` (interpreter worker): run the loaded candidate's ``launch`` at a bench size with every
-  kernel launch profiled on a sample of programs (`fitness.latency.interp_profile`).
-- ``compile`` (compile worker, no interpreter): record what ``launch`` launches on meta tensors and
-  compile each kernel for the target GPU (`fitness.latency.target_compile`).
+- ``profile_setup`` / ``profile`` (interpreter worker): keep the bench inputs of one bench size (real
+  values, sent once per worker session), then run the loaded candidate's ``launch`` on fresh copies
+  of them and on poisoned outputs, every kernel launch profiled on a sample of programs
+  (`fitness.latency.interp_profile`); the reply carries the counts, the specializations to compile
+  and the output elements to compare with the reference.
+- ``compile`` (compile worker, no interpreter): compile those specializations for the target GPU
+  (`fitness.latency.target_compile`).
 - ``bench_setup`` / ``bench`` (CUDA worker): time the candidate and the baselines (`fitness.latency.cuda_bench`).
 
 Every op answers ``{"ok": True, ...}`` or ``{"ok": False, "kind": ..., "message": ...}`` with the
-kinds of `fitness.sandbox.runner` plus ``unsafe`` (out-of-bounds access at bench size), ``wrong_output``
-and ``model_error`` (the latency model could not run: no status change, the figure is missing).
+kinds of `fitness.sandbox.runner` plus ``unsafe`` (an access outside every buffer, or an input
+modified, at bench size), ``need_setup`` (the worker holds no bench inputs for that key) and
+``model_error`` (the model could not run for reasons of its own: the candidate keeps its status).
 """
 
 from __future__ import annotations
 
 import time
 from typing import Any
+
+import numpy as np
 
 
 class LatencyOps:
@@ -23,13 +29,15 @@ class LatencyOps:
     def __init__(self, runner: Any) -> None:
         self.runner = runner
         self._bench: Any = None
-        self._profile_tensors: tuple[str, list[Any], list[Any]] | None = None
+        self._profile_inputs: tuple[str, list[Any], list[dict[str, Any]]] | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
-        return ("profile", "compile", "bench_setup", "bench")
+        return ("profile_setup", "profile", "compile", "bench_setup", "bench")
 
     def handle(self, op: str, msg: dict[str, Any]) -> dict[str, Any]:
+        if op == "profile_setup":
+            return self.profile_setup(msg)
         if op == "profile":
             return self.profile(msg)
         if op == "compile":
@@ -42,58 +50,80 @@ class LatencyOps:
             self._bench = BenchOps(self.runner)
         return dict(self._bench.handle(op, msg))
 
+    def profile_setup(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from fitness.latency.bench_tensors import make_tensor
+        from fitness.sandbox.limits import roomy_address_space
+
+        self._profile_inputs = None
+        try:
+            with roomy_address_space():
+                ins = [make_tensor(self.runner.torch, s, "cpu") for s in msg["inputs"]]
+        except (MemoryError, RuntimeError) as e:
+            return {"ok": False, "kind": "crash", "fatal": True,
+                    "message": f"memory limit: cannot hold the bench-size inputs: {e}"}
+        self._profile_inputs = (str(msg["key"]), ins, list(msg["outputs"]))
+        return {"ok": True}
+
     def profile(self, msg: dict[str, Any]) -> dict[str, Any]:
         from fitness.sandbox.limits import roomy_address_space
 
         runner = self.runner
         if runner.module is None:
             return {"ok": False, "kind": "crash", "message": "no candidate loaded"}
+        if self._profile_inputs is None or self._profile_inputs[0] != msg.get("key"):
+            return {"ok": False, "kind": "need_setup", "message": "no bench inputs for this key"}
         with roomy_address_space():
             return self._profile(msg)
 
     def _profile(self, msg: dict[str, Any]) -> dict[str, Any]:
         from fitness.latency.interp_hooks import DataDependentAccess, OutOfBounds
         from fitness.latency.interp_profile import LaunchProfiler, ProfileSettings
+        from fitness.sandbox import zones
         from fitness.sandbox.runner import describe_exception
         from fitness.sandbox.torch_guard import CandidateGuard
 
-        runner = self.runner
+        runner, torch = self.runner, self.runner.torch
+        assert self._profile_inputs is not None
+        _, pristine, out_specs = self._profile_inputs
         start = time.perf_counter()
         try:
-            ins, outs = self._bench_tensors(msg)
+            ins = [t.clone() for t in pristine]  # the candidate never touches the kept copy
+            outs = []
+            for spec in out_specs:
+                shape, dtype = tuple(spec["shape"]), spec["dtype"]
+                t = torch.from_numpy(zones.filled(shape, dtype, 0))
+                outs.append(t.view(torch.bfloat16) if dtype == "bfloat16" else t)
         except (MemoryError, RuntimeError) as e:
-            return {"ok": False, "kind": "model_error", "message": f"cannot allocate bench-size tensors: {e}"}
-        settings = ProfileSettings(**msg.get("settings", {}))
+            return {"ok": False, "kind": "crash", "fatal": True,
+                    "message": f"memory limit: cannot allocate the bench-size buffers: {e}"}
+        settings = ProfileSettings(**msg["settings"])
+        guard = CandidateGuard(runner.filename or "")
         try:
-            with CandidateGuard(runner.filename or ""), LaunchProfiler(runner.filename or "", settings) as prof:
+            with guard, LaunchProfiler(runner.filename or "", settings, int(msg["seed"]), ins, outs) as prof:
                 runner.module.launch(*ins, *outs, **runner.params)
-        except OutOfBounds as e:
+                profile = prof.execute(guard.initialized)
+        except (OutOfBounds, DataDependentAccess) as e:
             return {"ok": False, "kind": "unsafe", "message": f"at bench size: {e}"}
-        except DataDependentAccess as e:
-            return {"ok": False, "kind": "model_error", "message": str(e)}
         except BaseException as e:
             failure = runner.failure(e)
             if failure["kind"] in ("crash", "lint_error"):
                 return failure
-            return {"ok": False, "kind": "model_error",
-                    "message": f"profiling failed: {describe_exception(e, runner.filename)}"}
-        return {"ok": True, "launches": [c.to_dict() for c in prof.launches],
+            return {"ok": False, "kind": "compile_error",
+                    "message": f"fails at bench size: {describe_exception(e, runner.filename)}"}
+        changed = [i for i, (a, b) in enumerate(zip(ins, pristine)) if not _same_bits(a, b)]
+        if changed:
+            return {"ok": False, "kind": "unsafe", "message": f"input {changed[0]} was modified at bench size"}
+        return {"ok": True, "launches": [c.to_dict() for c in profile.launches], "specs": profile.specs,
+                "notes": sorted(profile.notes), "unmodelled": sorted(profile.unmodelled),
+                "verified": [list(v) for v in profile.verified], "written": profile.written,
+                "coverage": profile.coverage, "programs_run": profile.programs_run,
+                "full_run_s": profile.full_run_s,
                 "seconds": time.perf_counter() - start}
 
-    def _bench_tensors(self, msg: dict[str, Any]) -> tuple[list[Any], list[Any]]:
-        """Bench-size tensors, kept while consecutive candidates use the same layout (values do not
-        matter to the counts: only sampled programs run, on zeros)."""
-        import hashlib
 
-        import msgpack
+def _same_bits(a: Any, b: Any) -> bool:
+    import torch
 
-        from fitness.latency.bench_tensors import make_tensor
-
-        key = hashlib.sha256(msgpack.packb([msg["inputs"], msg["outputs"]], use_bin_type=True)).hexdigest()
-        if self._profile_tensors is None or self._profile_tensors[0] != key:
-            self._profile_tensors = None
-            torch = self.runner.torch
-            ins = [make_tensor(torch, s, "cpu") for s in msg["inputs"]]
-            outs = [make_tensor(torch, s, "cpu") for s in msg["outputs"]]
-            self._profile_tensors = (key, ins, outs)
-        return self._profile_tensors[1], self._profile_tensors[2]
+    if a.dtype == torch.bfloat16:
+        a, b = a.view(torch.int16), b.view(torch.int16)
+    return bool(np.array_equal(a.contiguous().numpy().view(np.uint8), b.contiguous().numpy().view(np.uint8)))

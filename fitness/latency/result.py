@@ -3,13 +3,16 @@ both sources hold a latency to."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from evo.contracts.candidate import Candidate
-from evo.contracts.task import Task
+from evo.contracts.task import Case, Task
 from evo.contracts.verdict import Evaluation, LatencySource, Status
 from fitness.latency.roofline import speed_of_light
+
+BenchCheck = Callable[[Candidate, Case], Evaluation]  # a candidate run in full on a bench case, judged
 
 
 @dataclass(frozen=True)
@@ -41,12 +44,14 @@ class LatencyResult:
         return replace(self, speedups={**self.speedups, **speedups})
 
 
-def speed_of_light_violation(latency_ms: float, sol_ms: float | None) -> str | None:
-    """The reason to reject a measured time below the speed-of-light bound, None when it is above."""
+def speed_of_light_violation(latency_ms: float, sol_ms: float | None, *, what: str = "measured") -> str | None:
+    """The reason to reject a (`what`: measured or modelled) time below the speed-of-light bound, None
+    when it is above."""
     if sol_ms is None or latency_ms >= sol_ms:
         return None
-    return (f"measured {latency_ms * 1e3:.2f} us, below the speed-of-light bound of {sol_ms * 1e3:.2f} us for "
-            f"the task's FLOPs and bytes at the device's peak rates: a broken measurement, not a win")
+    return (f"{what} {latency_ms * 1e3:.2f} us, below the speed-of-light bound of {sol_ms * 1e3:.2f} us for "
+            f"the task's FLOPs and bytes at the device's peak rates: "
+            f"{'a broken measurement' if what == 'measured' else 'work the model cannot have counted'}, not a win")
 
 
 class LatencyBackend(Protocol):

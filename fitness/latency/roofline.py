@@ -30,7 +30,7 @@ bandwidth B_l2; latencies lat_dram and lat_l2). With W warps per program and P p
     t_sfu   = n * (transcendentals / P) / (16 f)
     t_issue = n * (warp instructions / P) / (4 f)
     chain   = rounds_dram * lat_dram + rounds_reuse * (lat_l2 + miss(C U) (lat_dram - lat_l2))
-              + rounds_pipelined * lat_dram / max(1, num_stages - 1)
+              + rounds_pipelined * lat_dram / max(1, depth - 1)      depth: the compiled pipelining
               + reductions * 300 / f + (warp instructions / P / W) / f   (issue-limited)
               + (Sp > 0) * (rounds + 1) * lat_l2                   one program, start to end
     t_lat   = waves * chain                     what too little parallelism costs
@@ -39,9 +39,9 @@ bandwidth B_l2; latencies lat_dram and lat_l2). With W warps per program and P p
               overlap imperfectly near balance, and a gradient survives for the search)
     latency = sum over launches of launch * repeats
 
-Where a term's inputs are missing (no resources: R = 32, Sp = 0, S = 0 are assumed and said so in
-the detail) the estimate is still made. The model ranks kernels; its absolute figures are
-approximate, and every figure it produces is labelled ``model``.
+Resources come from compiling the exact specializations that ran (`fitness.latency.target_compile`);
+none is ever assumed. The model ranks kernels; its absolute figures are approximate, and every
+figure it produces is labelled ``model``.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class LaunchEstimate:
     l2_bytes: float
     tensor_flops: float
     other_flops: float
-    resources: KernelResources | None
+    resources: KernelResources
 
     def to_dict(self) -> dict[str, object]:
         d: dict[str, object] = {
@@ -87,9 +87,8 @@ class LaunchEstimate:
             "waves": self.waves, "dram_bytes": round(self.dram_bytes), "l2_bytes": round(self.l2_bytes),
             "tensor_flops": round(self.tensor_flops), "other_flops": round(self.other_flops),
         }
-        if self.resources is not None:
-            d.update(registers=self.resources.registers, spill_bytes=self.resources.spill_bytes,
-                     shared_bytes=self.resources.shared_bytes)
+        d.update(registers=self.resources.registers, spill_bytes=self.resources.spill_bytes,
+                 shared_bytes=self.resources.shared_bytes, pipeline_depth=self.resources.pipeline_depth)
         return d
 
 
@@ -108,12 +107,14 @@ class ModelEstimate:
         return sum((x.tensor_flops + x.other_flops) * x.repeats for x in self.launches)
 
 
-def occupancy(warps: int, resources: KernelResources | None, gpu: GpuProfile) -> tuple[int, str]:
+def occupancy(warps: int, resources: KernelResources, gpu: GpuProfile) -> tuple[int, str]:
     """Programs resident per SM and the resource that limits them."""
     if warps > 32:
         raise DoesNotFit(f"num_warps={warps} is more than 1024 threads per program")
-    regs = resources.registers if resources else 32
-    shared = resources.shared_bytes if resources else 0
+    if warps < 1:
+        raise DoesNotFit(f"num_warps={warps}: a program needs at least one warp")
+    regs = resources.registers
+    shared = resources.shared_bytes
     if shared > gpu.shared_per_block:
         raise DoesNotFit(
             f"needs {shared} bytes of shared memory per program; {gpu.name} allows {gpu.shared_per_block}")
@@ -137,7 +138,7 @@ def _miss(working_set: float, gpu: GpuProfile) -> float:
     return min(max(1.0 - (gpu.l2_bytes / 2) / working_set, 0.0), 1.0)
 
 
-def estimate_launch(c: LaunchCounts, res: KernelResources | None, gpu: GpuProfile) -> LaunchEstimate:
+def estimate_launch(c: LaunchCounts, res: KernelResources, gpu: GpuProfile) -> LaunchEstimate:
     """One launch's time by the formula of the module docstring."""
     warps = c.num_warps
     k, limiter = occupancy(warps, res, gpu)
@@ -154,7 +155,7 @@ def estimate_launch(c: LaunchCounts, res: KernelResources | None, gpu: GpuProfil
         shared_while_resident = 0 < b.reuse_distance <= concurrent
         miss_inter = 0.0 if shared_while_resident else _miss(b.compulsory + live, gpu)
         dram += b.compulsory + intra * miss_intra + inter * miss_inter + b.store_compulsory
-    spill = res.spill_bytes if res else 0
+    spill = res.spill_bytes
     rounds = c.rounds_dram_per_program + c.rounds_reuse_per_program + c.rounds_pipelined_per_program
     spill_bytes = spill * 32 * warps * 2 * (1 + rounds) * p
     l2 = c.load_requests + c.store_requests + spill_bytes
@@ -168,7 +169,7 @@ def estimate_launch(c: LaunchCounts, res: KernelResources | None, gpu: GpuProfil
     chain = (
         c.rounds_dram_per_program * gpu.dram_latency_s
         + c.rounds_reuse_per_program * (gpu.l2_latency_s + miss_intra * (gpu.dram_latency_s - gpu.l2_latency_s))
-        + c.rounds_pipelined_per_program * gpu.dram_latency_s / max(1, c.num_stages - 1)
+        + c.rounds_pipelined_per_program * gpu.dram_latency_s / max(1, res.pipeline_depth - 1)
         + c.reductions_per_program * _REDUCTION_CYCLES / f
         + c.warp_instructions / p / warps * _CPI / f
         + (rounds + 1) * gpu.l2_latency_s * (spill > 0)
@@ -191,13 +192,10 @@ def estimate_launch(c: LaunchCounts, res: KernelResources | None, gpu: GpuProfil
     )
 
 
-def estimate(launches: list[LaunchCounts], resources: list[KernelResources | None], gpu: GpuProfile) -> ModelEstimate:
+def estimate(launches: list[LaunchCounts], resources: list[KernelResources], gpu: GpuProfile) -> ModelEstimate:
     """The latency of one call of ``launch``: every launch it makes, in order."""
-    notes = []
-    if any(r is None for r in resources):
-        notes.append("static resources unknown for some kernels: 32 registers, no spills, no shared memory assumed")
     ests = tuple(estimate_launch(c, r, gpu) for c, r in zip(launches, resources))
-    return ModelEstimate(sum(e.seconds * e.repeats for e in ests), ests, tuple(notes))
+    return ModelEstimate(sum(e.seconds * e.repeats for e in ests), ests)
 
 
 def speed_of_light(flops: float | None, bytes_moved: float | None, gpu: GpuProfile, dtype: str, *,

@@ -1,15 +1,23 @@
-"""Which programs of a grid (and which iterations of a loop) the latency model interprets, and how
-their counts are scaled to the whole.
+"""Which programs of each grid (and which iterations of a very long loop) the latency model
+interprets, and how their counts are scaled to the whole. Nothing here is predictable by a kernel:
+every draw comes from a generator seeded per evaluation from a secret the candidate never sees.
 
-Programs: every corner of the grid (each axis at 0 or at its last index), the middle program, and
-a few inner programs at fixed pseudo-random positions. The grid is split into strata
-by "is this the last index along axis i" (the last block along an axis is the one a mask cuts
-short); each stratum's total is its size times the mean of its samples. Corners put a sample in
-every stratum. Reuse probes (programs at launch-order offsets +-2^i from the middle one, run only
-for their addresses) tell how far apart programs that read the same data are.
+Programs: a grid is split into strata by "first, middle or last index along axis i" (the last block
+along an axis is the one a mask cuts short; the first and last bound the addresses the grid
+touches); each stratum's total is its size times the mean of its samples, and every non-empty
+stratum gets samples, drawn uniformly at random inside it. A program at the first or last index
+stands only for its own stratum, so no program is both always sampled and weighted for others. Positions
+are drawn once per call as points u in [0, 1)^3 and mapped onto every launch's grid (program =
+floor(u * grid)), so the launches of one call sample matching regions: a launch that splits work
+along an axis the launches after it do not have (a split-K or split-KV partial) runs every program
+along that axis, which is what a sampled program of the combining launch reads. Reuse probes
+(programs at launch-order offsets +-2^i from a sampled one, run only for their addresses) tell
+how far apart programs that read the same data are.
 
-Loops: the first ``keep`` iterations and the last one run; the first ones stand for all but the
-last (weight ``(n - 1) / keep``), the last (often masked) for itself.
+Loops: a sampled program runs every iteration of its loops up to `full` iterations per loop, so
+its counts are exact and its outputs can be compared with the reference. A longer loop runs its
+first and last iterations and a uniform random draw of `LOOP_SAMPLES` others, each standing for
+its share; such a program's outputs are not compared (they were not computed in full).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from collections import defaultdict
 from itertools import product
 
 Pid = tuple[int, int, int]
+Point = tuple[float, float, float]
 
 
 def normalize_grid(grid: tuple[int, ...] | list[int]) -> Pid:
@@ -41,25 +50,64 @@ def programs(grid: Pid) -> int:
     return grid[0] * grid[1] * grid[2]
 
 
-def sample_programs(grid: Pid, *, inner: int = 2) -> tuple[list[Pid], Pid]:
-    """The programs to interpret and count, and the base program of the reuse probes."""
+FIRST, LAST = -1.0, 1.0  # point coordinates that place on the first or the last index of an axis
+
+
+def draw_points(rng: random.Random, inner: int) -> list[Point]:
+    """`inner` uniform points, and one for every edge stratum (first or last along some axes, at
+    one uniform draw along the others, shared by the edge points so that axes a grid lacks add none)."""
+    points: list[Point] = [(rng.random(), rng.random(), rng.random()) for _ in range(inner)]
+    shared = [rng.random() for _ in range(3)]
+    for edge in product((None, FIRST, LAST), repeat=3):
+        if any(e is not None for e in edge):
+            u = [shared[a] if e is None else e for a, e in enumerate(edge)]
+            points.append((u[0], u[1], u[2]))
+    return points
+
+
+def place(point: Point, grid: Pid) -> Pid:
+    """The program of `grid` at relative position `point` (FIRST and LAST are the end indices; a
+    uniform coordinate lands strictly inside when the axis has an inside)."""
+    idx = []
+    for u, g in zip(point, grid):
+        if u == FIRST or g <= 2:
+            idx.append(0 if u != LAST else g - 1)
+        elif u == LAST:
+            idx.append(g - 1)
+        else:
+            idx.append(1 + min(int(u * (g - 2)), g - 3))
+    return idx[0], idx[1], idx[2]
+
+
+def sample_programs(grid: Pid, points: list[Point], *, full_axes: tuple[int, ...] = ()) -> list[Pid]:
+    """The programs of `grid` at `points`, every index along `full_axes`, without repeats."""
+    if programs(grid) == 0:
+        return []
+    chosen: dict[Pid, None] = {}
+    for point in points:
+        base = list(place(point, grid))
+        ranges = [range(grid[a]) if a in full_axes else range(base[a], base[a] + 1) for a in range(3)]
+        for pid in product(*ranges):
+            chosen[(pid[0], pid[1], pid[2])] = None
+    return list(chosen)
+
+
+def more_programs(grid: Pid, have: list[Pid], rng: random.Random, n: int) -> list[Pid]:
+    """Up to `n` uniformly drawn programs of `grid` not in `have` (for a sample that found no work)."""
     total = programs(grid)
-    if total == 0:
-        return [], (0, 0, 0)
-    chosen: list[Pid] = []
-
-    def add(p: Pid) -> None:
-        if p not in chosen:
-            chosen.append(p)
-
-    for corner in product(*[sorted({0, g - 1}) for g in grid]):
-        add((corner[0], corner[1], corner[2]))
-    base = unlinear((total - 1) // 2, grid)
-    add(base)
-    rng = random.Random(total)  # deterministic: the same grid samples the same programs
-    for _ in range(inner):
-        add(unlinear(rng.randrange(total), grid))
-    return chosen, base
+    taken = {linear(p, grid) for p in have}
+    left = total - len(taken)
+    if left <= 0:
+        return []
+    if left <= 4 * n:
+        pool = [i for i in range(total) if i not in taken]
+        return [unlinear(i, grid) for i in rng.sample(pool, min(n, len(pool)))]
+    out: set[int] = set()
+    while len(out) < n:
+        i = rng.randrange(total)
+        if i not in taken:
+            out.add(i)
+    return [unlinear(i, grid) for i in sorted(out)]
 
 
 def reuse_probes(base: Pid, grid: Pid, max_offset: int) -> list[tuple[int, Pid]]:
@@ -79,20 +127,24 @@ def reuse_probes(base: Pid, grid: Pid, max_offset: int) -> list[tuple[int, Pid]]
     return probes
 
 
-def stratum(pid: Pid, grid: Pid) -> tuple[bool, bool, bool]:
-    return pid[0] == grid[0] - 1, pid[1] == grid[1] - 1, pid[2] == grid[2] - 1
+Stratum = tuple[int, int, int]  # per axis: 0 first index, 1 inside, 2 last index
 
 
-def stratum_size(key: tuple[bool, bool, bool], grid: Pid) -> int:
+def stratum(pid: Pid, grid: Pid) -> Stratum:
+    key = [0 if i == 0 else (2 if i == g - 1 else 1) for i, g in zip(pid, grid)]
+    return key[0], key[1], key[2]
+
+
+def stratum_size(key: Stratum, grid: Pid) -> int:
     n = 1
-    for last, g in zip(key, grid):
-        n *= 1 if last else g - 1
+    for k, g in zip(key, grid):
+        n *= g - 2 if k == 1 else 1
     return n
 
 
 def program_scales(samples: list[Pid], grid: Pid) -> dict[Pid, float]:
-    """How many programs each sample stands for (the scales sum to the number of programs)."""
-    groups: dict[tuple[bool, bool, bool], list[Pid]] = defaultdict(list)
+    """How many programs each sample stands for (the scales sum to the programs of the sampled strata)."""
+    groups: dict[Stratum, list[Pid]] = defaultdict(list)
     for p in samples:
         groups[stratum(p, grid)].append(p)
     scales = {}
@@ -102,11 +154,17 @@ def program_scales(samples: list[Pid], grid: Pid) -> dict[Pid, float]:
     return scales
 
 
-def loop_plan(n: int, keep: int = 2, *, tail: bool = True) -> list[tuple[int, float]]:
-    """(iteration index, weight) pairs to run for a loop of `n` iterations (`tail`: run the last)."""
-    if not tail:
-        return [(i, n / min(keep, n)) for i in range(min(keep, n))]
-    if n <= keep + 1:
+LOOP_SAMPLES = 62  # iterations drawn from the inside of a loop too long to run in full
+
+
+def loop_plan(n: int, full: int, rng: random.Random | None) -> list[tuple[int, float]]:
+    """(iteration index, weight) pairs to run for a loop of `n` iterations: all of them up to `full`,
+    else the first, the last and up to `LOOP_SAMPLES` random others standing for the rest. Without
+    `rng` (reuse probes, which need addresses only) the first iteration alone."""
+    if rng is None:
+        return [(0, float(n))] if n else []
+    if n <= full:
         return [(i, 1.0) for i in range(n)]
-    head = (n - 1) / keep
-    return [*((i, head) for i in range(keep)), (n - 1, 1.0)]
+    middle = sorted(rng.sample(range(1, n - 1), max(min(full - 2, LOOP_SAMPLES), 1)))
+    weight = (n - 2) / len(middle)
+    return [(0, 1.0), *((i, weight) for i in middle), (n - 1, 1.0)]

@@ -25,18 +25,23 @@ from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.gpus import get_profile, profile_for_device
 from evo.contracts.task import Task
 from evo.contracts.verdict import LatencySource
-from fitness.latency.result import LatencyBackend, LatencyResult
+from fitness.latency.result import BenchCheck, LatencyBackend, LatencyResult
 from fitness.sandbox.process import Worker
 
 
 class LatencyStage:
     """Latency of passing candidates: measured on CUDA, modelled otherwise (see module docstring)."""
 
-    def __init__(self, task: Task, settings: EvaluationConfig, *, device: str, worker: Worker) -> None:
+    def __init__(self, task: Task, settings: EvaluationConfig, *, device: str, worker: Worker, secret: int = 0,
+                 bench_check: BenchCheck | None = None) -> None:
+        """`secret` seeds the model's bench inputs and program samples; `bench_check` runs a candidate in
+        full at a bench size (see `fitness.latency.model`)."""
         self.task = task
         self.settings = settings
         self.device = device
         self.worker = worker
+        self.secret = secret
+        self.bench_check = bench_check
         self._measured: LatencyBackend | None = None
         self._modelled: LatencyBackend | None = None
         if not task.bench_sizes:
@@ -62,8 +67,10 @@ class LatencyStage:
         if self._modelled is None:
             from fitness.latency.model import ModelLatency
 
-            self._modelled = ModelLatency(self.task, self.settings,
-                                          interp_worker=self.worker if self.device == "cpu" else None)
+            # on CPU the model's full bench-size check runs in this evaluator's worker, on CUDA in its own
+            on_cpu = self.device == "cpu"
+            self._modelled = ModelLatency(self.task, self.settings, interp_worker=self.worker if on_cpu else None,
+                                          secret=self.secret, bench_check=self.bench_check if on_cpu else None)
         return self._modelled
 
     def measure(self, candidate: Candidate, *, level: str = "full") -> LatencyResult:
@@ -72,7 +79,8 @@ class LatencyStage:
             if self._measured is None:
                 from fitness.latency.cuda import CudaLatency
 
-                self._measured = CudaLatency(self.task, self.settings, worker=self.worker)
+                self._measured = CudaLatency(self.task, self.settings, worker=self.worker, secret=self.secret,
+                                             bench_check=self.bench_check)
             return self._measured.measure(candidate, level)
         if self.source is LatencySource.MODEL:
             return self._model_source().measure(candidate, level)

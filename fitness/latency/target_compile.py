@@ -1,17 +1,18 @@
 """Static resources of a candidate's kernels on the target GPU, without a GPU.
 
 Runs in the compile worker: Triton's real compiler, no interpreter (``TRITON_INTERPRET`` unset;
-under it ``@triton.jit`` gives an interpreted function the compiler rejects), no GPU visible.
-``launch`` is called on *meta* tensors of the bench shapes with ``JITFunction.run`` replaced by
-a recorder, so nothing executes and nothing is allocated; each distinct launch (kernel,
-specialisation, constants, num_warps, num_stages) is then compiled with
-``triton.compile(ASTSource(fn, signature, constexprs, attrs), target=GPUTarget("cuda", arch, 32))``
-and its cubin read with the ``cuobjdump -res-usage`` bundled with Triton: registers per thread,
-stack (spills) per thread, shared memory per program.
+under it ``@triton.jit`` gives an interpreted function the compiler rejects), no GPU visible. It
+compiles exactly the specializations the interpreted run launched (`interp_profile.compile_spec`:
+kernel, argument types, constants, divisibility, num_warps, num_stages) with
+``triton.compile(ASTSource(fn, signature, constexprs, attrs), target=GPUTarget("cuda", arch, 32))``,
+without calling the candidate's ``launch`` again, and reads the cubin with the ``cuobjdump
+-res-usage`` bundled with Triton: registers per thread, stack (spills) per thread, shared memory per
+program. The pipelining depth of the kernel's loops is read from the compiled TTGIR (the number of
+buffers of each multi-buffered copy into shared memory), not from the launch's ``num_stages``: a
+loop's own ``tl.range(num_stages=...)`` or a load the pipeliner cannot handle decides it.
 
-Specialisation follows Triton's launcher: an integer argument equal to 1 becomes a constant,
-integers and pointers divisible by 16 get ``tt.divisibility = 16`` (meta tensors count as
-aligned, as fresh CUDA allocations are), unless the kernel opts out with ``do_not_specialize``.
+Any kernel that does not compile for the target is a ``compile_error``: the model never runs on
+resources it assumed.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 from fitness.latency.counts import KernelResources
 
 _RES = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
-_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+_BUFFERS = re.compile(r"ttg\.local_alloc\s*:\s*\(\)\s*->\s*!ttg\.memdesc<(\d+)x")
 
 
 class ToolMissing(RuntimeError):
@@ -51,69 +52,35 @@ def parse_res_usage(text: str) -> tuple[int, int, int]:
     return reg, stack + local, shared
 
 
-def _specialize(fn: Any, bound: dict[str, Any]) -> tuple[dict[str, str], dict[tuple[int], Any], dict[tuple[int], Any]]:
-    from triton.runtime.jit import mangle_type
-
-    signature: dict[str, str] = {}
-    constexprs: dict[tuple[int], Any] = {}
-    attrs: dict[tuple[int], Any] = {}
-    for i, p in enumerate(fn.params):
-        v = bound[p.name]
-        no_spec = bool(getattr(p, "do_not_specialize", False))
-        no_align = bool(getattr(p, "do_not_specialize_on_alignment", False))
-        if p.is_constexpr or v is None or (isinstance(v, int) and not isinstance(v, bool) and v == 1
-                                           and not no_spec):
-            signature[p.name] = "constexpr"
-            constexprs[(i,)] = v
-            continue
-        signature[p.name] = mangle_type(v)
-        aligned = False
-        if hasattr(v, "data_ptr"):
-            aligned = v.data_ptr() % 16 == 0 and not no_align
-        elif isinstance(v, int) and not isinstance(v, bool):
-            aligned = v % 16 == 0 and not no_spec
-        if aligned:
-            attrs[(i,)] = [["tt.divisibility", 16]]
-    return signature, constexprs, attrs
+def pipeline_depth(ttgir: str) -> int:
+    """The smallest number of buffers of any multi-buffered copy into shared memory (the pipelining
+    depth of the least pipelined loop), 1 when nothing is pipelined."""
+    if "async_copy_global_to_local" not in ttgir and "async_tma_copy" not in ttgir:
+        return 1
+    depths = [int(d) for d in _BUFFERS.findall(ttgir)]
+    return min(depths) if depths else 1
 
 
-class _Recorder:
-    """Replaces ``JITFunction.run`` while ``launch`` runs on meta tensors: records, runs nothing."""
+def _decode(v: Any) -> Any:
+    if isinstance(v, dict) and "dtype" in v:
+        import triton.language as tl
 
-    def __init__(self) -> None:
-        self.launches: list[tuple[Any, dict[str, Any], dict[str, Any], Any]] = []
-
-    def __enter__(self) -> _Recorder:
-        from triton.runtime.jit import JITFunction
-
-        rec = self
-        self._cls, self._old = JITFunction, JITFunction.run
-
-        def run(fn: Any, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> None:
-            import inspect
-
-            options = {k: v for k, v in kwargs.items() if k in _OPTIONS}
-            sig = inspect.signature(fn.fn)
-            b = sig.bind(*args, **{k: v for k, v in kwargs.items() if k in sig.parameters})
-            b.apply_defaults()
-            rec.launches.append((fn, dict(b.arguments), options, grid))
-
-        JITFunction.run = run
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._cls.run = self._old
+        return getattr(tl, str(v["dtype"]))
+    if isinstance(v, dict):
+        raise ValueError(f"a constant the compile cannot rebuild: {v.get('repr')}")
+    return v
 
 
-def _compile(fn: Any, bound: dict[str, Any], options: dict[str, Any], arch: int) -> KernelResources:
+def _compile(fn: Any, spec: dict[str, Any], arch: int) -> KernelResources:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    signature, constexprs, attrs = _specialize(fn, bound)
-    opts = {"num_warps": 4, "num_stages": 3, **options}
-    kernel = triton.compile(ASTSource(fn, signature, constexprs, attrs), target=GPUTarget("cuda", arch, 32),
-                            options=opts)
+    constexprs = {(int(i),): _decode(v) for i, v in spec["constexprs"]}
+    attrs = {(int(i),): [list(a) for a in a_list] for i, a_list in spec["attrs"]}
+    opts = {"num_warps": 4, "num_stages": 3, **spec["options"]}
+    kernel = triton.compile(ASTSource(fn, dict(spec["signature"]), constexprs, attrs),
+                            target=GPUTarget("cuda", arch, 32), options=opts)
     cubin = kernel.asm.get("cubin")
     if not cubin:
         raise ToolMissing("the compiler produced no cubin")
@@ -127,50 +94,34 @@ def _compile(fn: Any, bound: dict[str, Any], options: dict[str, Any], arch: int)
             raise ToolMissing(f"cuobjdump failed: {e}") from e
     regs, spill, static_shared = parse_res_usage(out.stdout)
     shared = int(getattr(kernel.metadata, "shared", 0) or 0)
-    return KernelResources(fn.__name__, int(opts["num_warps"]), regs, spill, max(shared, static_shared))
+    depth = pipeline_depth(str(kernel.asm.get("ttgir", "")))
+    return KernelResources(fn.__name__, int(opts["num_warps"]), regs, spill, max(shared, static_shared), depth)
 
 
 def compile_op(runner: Any, msg: dict[str, Any]) -> dict[str, Any]:
-    """The ``compile`` worker op: resources of every launch of the loaded candidate (None if repeated)."""
-    from evo.contracts.kernelbench import torch_dtype
+    """The ``compile`` worker op: the resources of every specialization in ``msg["specs"]``, compiled
+    from the loaded candidate's kernels (found by name among its module-level functions)."""
     from fitness.sandbox.runner import describe_exception
-    from fitness.sandbox.torch_guard import CandidateGuard
 
     if runner.module is None:
         return {"ok": False, "kind": "crash", "message": "no candidate loaded"}
-    torch = runner.torch
-    meta = [torch.empty(tuple(s["shape"]), dtype=torch_dtype(s["dtype"]), device="meta")
-            for s in [*msg["inputs"], *msg["outputs"]]]
-    try:
-        with CandidateGuard(runner.filename or ""), _Recorder() as rec:
-            runner.module.launch(*meta, **runner.params)
-    except BaseException as e:
-        failure = runner.failure(e)
-        if failure["kind"] in ("crash", "lint_error"):
-            return failure
-        return {"ok": False, "kind": "model_error", "message": f"launch on meta tensors failed: {failure['message']}"}
     arch = int(msg.get("arch", 90))
-    done: dict[str, dict[str, Any]] = {}
     kernels = []
-    for fn, bound, options, _grid in rec.launches:
-        key = repr((fn.__name__, {k: (tuple(v.shape), str(v.dtype)) if hasattr(v, "shape") else v
-                                  for k, v in bound.items()}, sorted(options.items())))
-        if key not in done:
-            try:
-                done[key] = _compile(fn, bound, options, arch).to_dict()
-            except ToolMissing as e:
-                return {"ok": False, "kind": "model_error", "message": str(e)}
-            except RuntimeError as e:
-                if "ptxas" in str(e) and ("find" in str(e) or "not found" in str(e)):
-                    return {"ok": False, "kind": "model_error", "message": f"no ptxas: {e}"}
-                return {"ok": False, "kind": "compile_error",
-                        "message": f"kernel {fn.__name__} does not compile for sm_{arch}: "
-                                   f"{describe_exception(e, runner.filename)}"}
-            except BaseException as e:
-                if isinstance(e, (SystemExit, KeyboardInterrupt, MemoryError)):
-                    raise
-                return {"ok": False, "kind": "compile_error",
-                        "message": f"kernel {fn.__name__} does not compile for sm_{arch}: "
-                                   f"{describe_exception(e, runner.filename)}"}
-        kernels.append(done[key])
+    for spec in msg["specs"]:
+        name = str(spec["kernel"])
+        fn = getattr(runner.module, name, None)
+        if fn is None or not hasattr(fn, "params"):
+            return {"ok": False, "kind": "compile_error",
+                    "message": f"kernel {name} is not a module-level @triton.jit function: it cannot be compiled "
+                               "for the target"}
+        try:
+            kernels.append(_compile(fn, spec, arch).to_dict())
+        except ToolMissing as e:
+            return {"ok": False, "kind": "compile_error", "message": f"kernel {name}: resources unreadable: {e}"}
+        except (SystemExit, KeyboardInterrupt, MemoryError):
+            raise
+        except BaseException as e:
+            why = describe_exception(e, runner.filename)
+            return {"ok": False, "kind": "compile_error",
+                    "message": f"kernel {name} does not compile for sm_{arch}: {why}"}
     return {"ok": True, "kernels": kernels}
