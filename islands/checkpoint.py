@@ -16,7 +16,7 @@ from evo.contracts.records import Individual
 from mutators.base import Mutator
 from mutators.selection import Selector
 
-STATE_VERSION = 2  # 2: recent failures are individuals
+STATE_VERSION = 3  # 2: recent failures are individuals; 3: verified and rejected bests
 
 
 class CheckpointError(ValueError):
@@ -34,6 +34,8 @@ class IslandParts(Protocol):
     seed: Individual | None
     logbook: tools.Logbook
     recent_failures: deque[Individual]
+    verified: set[str]
+    rejected: set[str]
     names: list[str]
     mutators: list[Mutator]
     selector: Selector
@@ -52,6 +54,8 @@ def island_state(island: IslandParts) -> dict[str, Any]:
         "seed": island.seed.to_dict() if island.seed else None,
         "logbook": [dict(row) for row in island.logbook],
         "recent_failures": [i.to_dict() for i in island.recent_failures],
+        "verified": sorted(island.verified),
+        "rejected": sorted(island.rejected),
         "mutators": {name: m.state() for name, m in zip(island.names, island.mutators)},
         "selector": island.selector.state(),
     }
@@ -77,6 +81,8 @@ def load_island_state(island: IslandParts, state: dict[str, Any]) -> None:
         island.logbook.record(**row)
     island.recent_failures.clear()
     island.recent_failures.extend(Individual.from_dict(d) for d in state["recent_failures"])
+    island.verified = set(state["verified"])
+    island.rejected = set(state["rejected"])
     for name, m in zip(island.names, island.mutators):
         m.load_state(state["mutators"][name])
     island.selector.load_state(state["selector"])

@@ -19,12 +19,9 @@ from typing import NamedTuple, Protocol
 from evo.contracts.candidate import Candidate
 from evo.contracts.history import MsgpackLog
 from evo.contracts.records import Individual, Proposal
-from evo.contracts.verdict import Evaluation
+from evo.contracts.verdict import FULL, Evaluation
 from islands.evaluator_actor import EvaluatorInfo
 from mutators.base import EvaluateFn
-
-FULL = "full"
-QUICK = "quick"
 
 Run = tuple[Evaluation, float, str]  # the verdict, evaluator seconds, the evaluator's name
 

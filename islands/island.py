@@ -32,9 +32,9 @@ from evo.contracts.config import IslandsConfig
 from evo.contracts.mutator_config import entry_names
 from evo.contracts.records import Individual, Proposal, Tier, same_id
 from evo.contracts.task import Task
-from evo.contracts.verdict import Evaluation
+from evo.contracts.verdict import FULL, VERIFIED, Evaluation
 from islands.checkpoint import island_state, load_island_state
-from islands.evaluation import FULL, EvaluationService
+from islands.evaluation import EvaluationService
 from islands.report import GenerationReport, Tally
 from mutators.base import EvaluateFn, MutationContext, Mutator
 from mutators.selection import Outcome, Selector
@@ -89,6 +89,8 @@ class Island:
         for name, fn in (("min", np.min), ("median", np.median), ("max", np.max)):
             self.stats.register(name, lambda xs, fn=fn: float(fn(xs)))  # plain floats: checkpoints are msgpack
         self.recent_failures: deque[Individual] = deque(maxlen=cfg.recent_failures)
+        self.verified: set[str] = set()  # ids that passed a full run at every bench size
+        self.rejected: set[str] = set()  # ids that did not: never admitted again
 
     # -- generations ---------------------------------------------------------------------------
 
@@ -132,7 +134,8 @@ class Island:
         for name, parent, proposals in pulls:
             self.selector.record(name, [self._settle(name, parent, p, members, verdicts, first, tally)
                                         for p in proposals])
-        self.population = self._survivors(self.population + [c for c in children if c.evaluation.ok])
+        self.population = self._survivors(self.population + [c for c in children
+                                                             if c.evaluation.ok and c.id not in self.rejected])
         tally.accepted = sum(1 for i in self.population if i.id not in members)
         return self._finish(tally)
 
@@ -224,8 +227,31 @@ class Island:
             unique.setdefault(ind.id, ind)  # incumbents first: on equal fitness they stay
         return list(tools.selBest(list(unique.values()), self.cfg.population))
 
-    def _finish(self, tally: Tally) -> GenerationReport:
+    def _admit_best(self, tally: Tally) -> None:
+        """Update the hall of fame; its head, the island's best, must have passed a full run at every bench
+        size (`VERIFIED`) before it counts. A best that fails it leaves the population and the hall of
+        fame for good, and the next one is checked. The task's seed is the user's own kernel: trusted."""
         self.hof.update(self.population)
+        while len(self.hof):
+            best = self.hof[0]
+            if best.id in self.verified or (self.seed is not None and best.id == self.seed.id):
+                return
+            [checked] = self._evaluate([best.proposal], VERIFIED, tally)
+            if checked.evaluation.ok:
+                self.verified.add(best.id)
+                return
+            self.rejected.add(best.id)
+            self.population = [i for i in self.population if i.id != best.id]
+            keep = [i for i in self.hof if i.id != best.id]
+            self.hof.clear()
+            self.hof.update(keep)
+            self.recent_failures.append(checked)
+            if not self.population and self.seed is not None:  # the seed (trusted) is what remains to breed from
+                self.population = [self.seed]
+                self.hof.update(self.population)
+
+    def _finish(self, tally: Tally) -> GenerationReport:
+        self._admit_best(tally)
         timed = [i for i in self.population if i.tier is Tier.TIMED]
         record: dict[str, Any] = self.stats.compile(timed) if timed else {}
         self.logbook.record(gen=self.generation, evals=tally.evaluations, inner=tally.inner, hits=tally.hits,
@@ -256,9 +282,9 @@ class Island:
     def immigrate(self, migrants: Sequence[Individual]) -> int:
         """Admit correct migrants not already here; the worst make room. Returns how many stayed."""
         members = {i.id for i in self.population}
-        newcomers = [m for m in migrants if m.evaluation.ok and m.id not in members]
+        newcomers = [m for m in migrants if m.evaluation.ok and m.id not in members and m.id not in self.rejected]
         self.population = self._survivors(self.population + newcomers)
-        self.hof.update(self.population)
+        self._admit_best(Tally())
         return sum(1 for i in self.population if i.id not in members)
 
     # -- checkpoints ---------------------------------------------------------------------------

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evo.contracts.candidate import Candidate, CandidateError
-from evo.contracts.config import Config
+from evo.contracts.candidate import Candidate, CandidateError, params_problems
+from evo.contracts.config import Config, LatencyMode
 from evo.contracts.config_file import ConfigError, load_config, read_text
 from evo.contracts.task import Task, TaskError
 
@@ -45,32 +46,45 @@ def _read_candidate(path: str, params_json: str | None) -> Candidate:
             raise UsageError(f"--params is not valid JSON: {e}") from None
         if not isinstance(params, dict):
             raise UsageError("--params must be a JSON object, e.g. '{\"BLOCK\": 256}'")
-    return Candidate.from_source(read_text(p, "candidate file"), params)
+    source = read_text(p, "candidate file")
+    problems = params_problems(source, params or {})
+    if problems:
+        raise UsageError("--params: " + "; ".join(problems))
+    return Candidate.from_source(source, params)
 
 
-def verdict(evaluation: Any, task: Task) -> dict[str, Any]:
+def verdict(evaluation: Any, task: Task, secret: int | None = None) -> dict[str, Any]:
     d = evaluation.to_dict()
     d["task"] = task.name
     d.pop("task_key", None)
+    if secret is not None:
+        d["secret"] = str(secret)  # `evo eval --secret` draws the same bench inputs and samples again
     return d
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from evo.contracts.verdict import QUICK, VERIFIED, Evaluation, Status
     from fitness.evaluate import Evaluator
 
     cfg, task = _load(args.config)
     candidate = _read_candidate(args.candidate, args.params)
-    level = "quick" if args.quick else "full"
-    with Evaluator(task, cfg.evaluation, device=args.device) as ev:
-        say(f"checking candidate {candidate.id} on {task.name} ({ev.device}, {len(ev.cases(level))} cases)")
-        start = time.monotonic()
-        result = ev.evaluate(candidate, level=level)
+    level = QUICK if args.quick else str(args.level)
+    secret = args.secret if args.secret is not None else secrets.randbits(63)
+    start = time.monotonic()
+    try:
+        with Evaluator(task, cfg.evaluation, device=args.device, secret=secret) as ev:
+            say(f"checking candidate {candidate.id} on {task.name} ({ev.device}, {len(ev.cases(level))} cases"
+                + (f", then in full at {len(task.bench_sizes)} bench size(s))" if level == VERIFIED else ")"))
+            result = ev.evaluate(candidate, level=level)
+    except Exception as e:  # the evaluator never ends in a traceback: a failure is a verdict
+        result = Evaluation(candidate.id, task.key, args.device or cfg.evaluation.device, Status.CRASH,
+                            reason=f"the evaluator failed: {type(e).__name__}: {str(e)[:400]}", level=level)
     say(f"{result.status.value}: {result.reason} ({time.monotonic() - start:.2f} s)")
     if result.latency_ms is not None:
         ups = ", ".join(f"{v:.2f}x vs {k}" for k, v in result.speedups.items())
         say(f"latency {result.latency_ms * 1e3:.1f} us ({result.latency_source.value if result.latency_source else '?'}"
             f", {result.latency_gpu}){': ' + ups if ups else ''}")
-    print(json.dumps(verdict(result, task)))
+    print(json.dumps(verdict(result, task, secret)))
     return 0 if result.ok else 1
 
 
@@ -88,6 +102,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         with Evaluator(task, cfg.evaluation, device=args.device) as ev:
             r = ev.evaluate(seed)
         findings.append(Finding("seed candidate passes", r.ok, f"{r.status.value}: {r.reason}"))
+        if r.ok and cfg.evaluation.latency is not LatencyMode.OFF:
+            measured = r.latency_ms is not None
+            findings.append(Finding("seed latency at the bench size", measured,
+                                    f"{r.latency_ms:.4g} ms ({r.latency_source.value if r.latency_source else ''})"
+                                    if measured else "a campaign could not rank candidates: see the reason above"))
     for f in findings:
         print(f"  [{'ok' if f.ok else 'FAIL'}] {f.name}: {f.detail}")
     ok = all(f.ok for f in findings)
@@ -158,7 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--candidate", required=True, help="candidate module (.py)")
     e.add_argument("--params", help="JSON object overriding the candidate's PARAMS")
     e.add_argument("--device", choices=["cpu", "cuda"], help="override the config's evaluation.device")
-    e.add_argument("--quick", action="store_true", help="check the first sizes only, one draw")
+    e.add_argument("--level", choices=["quick", "full", "verified"], default="verified",
+                   help="quick: the first check sizes, one draw; full: every check case and the latency, its "
+                   "bench-size outputs verified by sampled programs; verified (default): full, then a full run "
+                   "at every bench size (minutes in the interpreter at GPU-sized bench sizes)")
+    e.add_argument("--quick", action="store_true", help="shorthand for --level quick")
+    e.add_argument("--secret", type=int, help="the secret of an earlier verdict: the same bench inputs and samples")
     e.set_defaults(func=cmd_eval)
     c = sub.add_parser("check", help="validate a task: the seed passes, the reference is not degenerate")
     c.add_argument("config")
