@@ -58,8 +58,8 @@ def main() -> None:
     from evo.contracts.candidate import Candidate
     from evo.contracts.native_task import NativeTask
     from fitness.latency import cuda_bench
+    from fitness.latency.bench_tensors import tensor_specs
     from fitness.latency.cuda import task_info
-    from fitness.latency.model import tensor_specs
     from fitness.sandbox.interp_compat import install
     from fitness.worker import Runner
 

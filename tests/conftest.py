@@ -15,6 +15,16 @@ from fitness.evaluate import Evaluator
 ROOT = Path(__file__).resolve().parent.parent
 CANDIDATES = Path(__file__).resolve().parent / "candidates"
 
+# The library's softmax (its check sizes) with a bench size the interpreter runs in full in seconds:
+# a campaign verifies each island's best in full at the bench size, which at the library's
+# 4096 x 4096 takes the interpreter up to minutes per best.
+SMALL_SOFTMAX = {
+    "name": "softmax",
+    "sizes": {"check": [{"rows": 1, "cols": 1}, {"rows": 3, "cols": 17}, {"rows": 7, "cols": 131},
+                        {"rows": 5, "cols": 1000}, {"rows": 2, "cols": 2053}],
+              "bench": [{"rows": 256, "cols": 4096}]},
+}
+
 
 def candidate(name: str, **params: object) -> Candidate:
     """A test candidate from tests/candidates/<name>.py."""

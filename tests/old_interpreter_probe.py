@@ -44,7 +44,7 @@ def main() -> None:
     import torch
     from triton.runtime import interpreter
 
-    from fitness.latency.interp_profile import LaunchProfiler
+    from fitness.latency.interp_profile import LaunchProfiler, ProfileSettings
     from fitness.sandbox.interp_compat import install
 
     _old_index(interpreter)
@@ -60,9 +60,12 @@ def main() -> None:
     out: dict[str, Any] = {}
     warnings.simplefilter("error", DeprecationWarning)  # after the imports: only what running does
     try:
-        with LaunchProfiler(path) as prof:
+        settings = ProfileSettings(inner_samples=2, loop_full=64, full_programs=1, full_iterations=4096, sms=132,
+                                    max_blocks_per_sm=32, max_warps_per_sm=64)
+        with LaunchProfiler(path, settings, 0, [x], [y]) as prof:
             module.launch(x, y, **module.PARAMS)
-        out["launches"] = [c.to_dict() for c in prof.launches]
+            profile = prof.execute(set())
+        out["launches"] = [c.to_dict() for c in profile.launches]
     except Exception as e:
         out["profile_error"] = f"{type(e).__name__}: {e}"
     try:

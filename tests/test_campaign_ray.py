@@ -28,6 +28,7 @@ from evo.app.run_store import RunStore
 from evo.contracts.history import MsgpackLog, unpack
 
 from .campaign_job import FAKE_HOOKS
+from .conftest import SMALL_SOFTMAX
 from .islands_fakes import fake_latency_ms, fault_evaluator_factory, fault_mutator_factory
 from .ray_head import RayHead, joined_head
 
@@ -45,7 +46,7 @@ def ray_cluster() -> Iterator[RayHead]:
 
 def write_config(tmp_path: Path, **overrides: object) -> Path:
     cfg = {
-        "name": "test", "seed": 5, "task": {"name": "softmax"},
+        "name": "test", "seed": 5, "task": SMALL_SOFTMAX,
         "evaluation": {"device": "cpu", "timeout_s": 30},
         "islands": {"count": 2, "population": 3, "offspring": 2, "migration": {"interval": 1, "top_k": 1}},
         "evaluators": {"count": 2},
@@ -146,7 +147,8 @@ def test_a_killed_island_actor_is_restored_from_its_checkpoint(ray_cluster, tmp_
 
 
 def test_hung_crashing_and_killed_evaluators_give_verdicts_and_are_replaced(ray_cluster, tmp_path):
-    """A hanging kernel times out in its worker, a segfault is a crash, an evaluator actor that hangs
+    """A hanging kernel times out in its worker, a wild store is unsafe (caught before it crashes the
+    worker), an evaluator actor that hangs
     is killed and replaced (timeout), and evaluator actors killed from outside are replaced."""
     import ray
 
@@ -167,7 +169,7 @@ def test_hung_crashing_and_killed_evaluators_give_verdicts_and_are_replaced(ray_
     assert_nothing_evaluated_twice(records)
     by_note = {r["origin"]["note"]: r["evaluation"] for r in records if r["origin"]["mutator"] == "faults"}
     assert by_note["hang"]["status"] == "timeout" and "killed and replaced" in by_note["hang"]["reason"]
-    assert by_note["segfault"]["status"] == "crash"
+    assert by_note["segfault"]["status"] == "unsafe"
     assert by_note["actor-hang"]["status"] == "timeout" and "did not answer" in by_note["actor-hang"]["reason"]
     assert by_note["faster"]["status"] == "ok"
     # the killed evaluators were replaced and their next candidates evaluated, not blamed

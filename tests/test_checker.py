@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -23,8 +26,8 @@ REJECTED = [
     ("torch_methods", Status.LINT_ERROR, "launch called torch 'amax'"),
     ("torch_builtin_sum", Status.LINT_ERROR, "launch called torch"),
     ("try_fallback", Status.LINT_ERROR, "try/except"),
-    ("oob_store", Status.UNSAFE, "out-of-bounds store"),
-    ("oob_load", Status.WRONG_OUTPUT, "outside tolerance"),
+    ("oob_store", Status.UNSAFE, "stores to y_ptr[17], which program (0, 0, 0)"),
+    ("oob_load", Status.UNSAFE, "outside every tensor argument"),
     ("modifies_input", Status.UNSAFE, "input 0 was modified"),
     ("state_cache", Status.WRONG_OUTPUT, "outside tolerance"),
     ("fp16_compute", Status.WRONG_OUTPUT, "outside tolerance"),
@@ -81,11 +84,26 @@ def test_a_hang_times_out_and_the_worker_is_replaced(softmax_task):
         assert ev.evaluate(candidate("softmax/online_two_kernels")).ok  # the fresh worker works
 
 
-def test_a_segfault_is_a_crash_and_the_worker_is_replaced(softmax_task):
+def test_a_wild_store_is_caught_before_it_can_crash_the_worker(softmax_task):
     with Evaluator(softmax_task, EvaluationConfig(timeout_s=20.0), device="cpu") as ev:
         result = ev.evaluate(candidate("softmax/segfault"))
-        assert result.status is Status.CRASH and "SIGSEGV" in result.reason
+        assert result.status is Status.UNSAFE and "outside every tensor argument" in result.reason
         assert ev.evaluate(candidate("softmax/one_pass")).ok
+
+
+def test_a_worker_killed_by_a_signal_is_a_crash_and_is_replaced(softmax_task):
+    with Evaluator(softmax_task, EvaluationConfig(timeout_s=30.0), device="cpu") as ev:
+        assert ev.evaluate(candidate("softmax/one_pass")).ok
+        pid = ev.worker.pid
+        assert pid is not None
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(ev.evaluate, candidate("softmax/hang"))
+            time.sleep(2.0)
+            os.kill(pid, signal.SIGSEGV)
+            result = pending.result(timeout=60)
+        assert result.status is Status.CRASH and "SIGSEGV" in result.reason
+        assert ev.worker.pid != pid
+        assert ev.evaluate(candidate("softmax/online_two_kernels")).ok
 
 
 def test_a_runaway_allocation_hits_the_memory_limit(softmax_task):

@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import CANDIDATES, ROOT
+import yaml
+
+from .conftest import CANDIDATES, ROOT, SMALL_SOFTMAX
 
 
 def evo(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -19,12 +21,18 @@ def last_json(out: str) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def test_eval_of_the_seed_prints_an_ok_verdict_last():
-    p = evo("eval", "configs/softmax.yaml", "--candidate", "tasks/softmax/seed.py", "--params", '{"BLOCK": 256}')
+def test_eval_of_the_seed_prints_a_verified_ok_verdict_last(tmp_path):
+    (tmp_path / "softmax.yaml").write_text(yaml.safe_dump({"task": SMALL_SOFTMAX}))
+    p = evo("eval", str(tmp_path / "softmax.yaml"), "--candidate", "tasks/softmax/seed.py", "--params",
+            '{"BLOCK": 256}')
     assert p.returncode == 0, p.stderr
     v = last_json(p.stdout)
     assert v["status"] == "ok" and v["error"] == 0.0 and v["cases_checked"] == 10 and v["task"] == "softmax"
-    assert {"reason", "max_error_ratio", "max_abs_error", "mismatch_fraction"} <= set(v)
+    assert v["level"] == "verified" and "verified in full at 1 bench size(s)" in v["reason"]
+    assert {"reason", "max_error_ratio", "max_abs_error", "mismatch_fraction", "secret"} <= set(v)
+    again = evo("eval", str(tmp_path / "softmax.yaml"), "--candidate", "tasks/softmax/seed.py", "--params",
+                '{"BLOCK": 256}', "--secret", str(v["secret"]))
+    assert last_json(again.stdout)["latency_detail"]["sample_seed"] == v["latency_detail"]["sample_seed"]
 
 
 def test_a_candidate_printing_a_fake_verdict_does_not_change_the_verdict():

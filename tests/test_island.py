@@ -57,7 +57,8 @@ def test_initial_population_is_the_seed_and_distinct_draws_from_its_space(softma
     space = seed.space()
     for ind in island.population:
         assert all(ind.candidate.params[k] in space[k] for k in space)
-    assert report.evaluations == len(ev.calls) == 6
+    assert report.evaluations == len(ev.calls) == 7
+    assert [level for _, level in ev.calls].count("verified") == 1  # the island's best, run in full at bench size
     assert sum(report.failures.values()) + len(ids) == 6  # every draw either failed or joined
 
 
@@ -206,7 +207,7 @@ def test_migrants_are_deduplicated_and_never_evaluated(softmax_task, seed):
     assert migrants[0].fitness >= migrants[1].fitness
     stayed = b.immigrate(migrants + migrants)
     ids = [i.id for i in b.population]
-    assert len(ids) == len(set(ids)) and len(ev_b.calls) == calls
+    assert len(ids) == len(set(ids)) and all(level == "verified" for _, level in ev_b.calls[calls:])
     assert migrants[0].id in ids and stayed >= 1
     assert b.immigrate(migrants) == 0  # already resident
 
@@ -258,3 +259,48 @@ def test_an_exhausted_mutator_is_not_chosen(softmax_task, seed):
     island.initialize(seed)
     island.step()
     assert island.selector.table["spent"].pulls == 0 and island.selector.table["swap"].pulls == 4
+
+
+def test_an_islands_best_must_pass_a_full_run_at_bench_size_or_leave_for_good(softmax_task, seed):
+    """A kernel right at the check sizes but wrong in a full bench-size run never becomes the best."""
+
+    class WrongAtBench(FakeEvaluate):
+        def __call__(self, candidate, level):
+            ev = super().__call__(candidate, level)
+            if level == "verified" and candidate.params.get("BLOCK") == 4096:
+                return ev.with_(status=Status.WRONG_OUTPUT, reason="fake: wrong at the bench size", latency_ms=None)
+            return ev
+
+    island, ev = make_island(softmax_task, [ParamMutator()], evaluate=WrongAtBench(softmax_task.key), population=8)
+    island.initialize(seed)
+    for _ in range(6):
+        island.step()
+    best = island.best()
+    assert best is not None and best.id in island.verified and best.candidate.params.get("BLOCK") != 4096
+    rejected = [cid for cid, level in ev.calls if level == "verified" and cid in island.rejected]
+    assert rejected, "the fake space's BLOCK 4096 (its fastest) should have been the best once"
+    assert all(i.id not in island.rejected for i in [*island.population, *island.hof])
+    assert any(f.evaluation.reason == "fake: wrong at the bench size" for f in island.recent_failures)
+    again = Island(0, island.cfg, task=softmax_task, mutators=[ParamMutator()], selector=island.selector,
+                   service=island.service, seed=0)
+    again.load_state(unpack(pack(island.state())))
+    assert again.verified == island.verified and again.rejected == island.rejected
+
+
+def test_an_island_of_one_whose_only_child_fails_verification_breeds_from_the_seed_again(softmax_task, seed):
+    """Population 1: the child displaces the seed, then fails its full run; the island must not be left empty."""
+
+    class NothingVerifies(FakeEvaluate):
+        def __call__(self, candidate, level):
+            ev = super().__call__(candidate, level)
+            if level == "verified":
+                return ev.with_(status=Status.TIMEOUT, reason="fake: not verified at bench size", latency_ms=None)
+            return ev
+
+    island, _ = make_island(softmax_task, [ParamMutator()], evaluate=NothingVerifies(softmax_task.key),
+                            population=1, offspring=1)
+    island.initialize(seed)
+    for _ in range(8):
+        island.step()  # raised "no correct candidate to breed from" once the child was rejected
+    assert [i.id for i in island.population] == [island.seed.id] and island.best().id == island.seed.id
+    assert island.rejected

@@ -38,15 +38,19 @@ PARAMS = {"BM": 16, "BN": 16, "BK": 16, "num_warps": 1, "num_stages": 1}
 PARAMS = {"BM": 64, "BN": 64, "BK": 32, "num_warps": 4, "num_stages": 3}
 >>>>>>> REPLACE
 """
+BENCH = {"softmax": {"rows": 256, "cols": 4096}, "matmul": {"M": 512, "N": 512, "K": 512}}
 BROKEN = "```python\nimport triton\ndef launch(x, y:\n    pass\n```"
 
 
 @pytest.fixture(scope="module")
 def evaluators() -> Iterator[dict[str, tuple[Task, Evaluator]]]:
-    """One evaluator per task with the default latency source (on this CPU: the model)."""
+    """One evaluator per task with the default latency source (on this CPU: the model), at bench sizes
+    small enough that an island's new best can be verified in full in the interpreter (at the library's
+    4096^3 no matmul could be, and no island could adopt one)."""
     out: dict[str, tuple[Task, Evaluator]] = {}
     for name in ("softmax", "matmul"):
         task = NativeTask(ROOT / "tasks" / name)
+        task.bench_sizes = [BENCH[name]]
         out[name] = (task, Evaluator(task, EvaluationConfig(timeout_s=120.0, memory_mb=2048), device="cpu"))
     yield out
     for _, ev in out.values():

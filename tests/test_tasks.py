@@ -27,6 +27,8 @@ def test_library_task_is_sound(name):
     findings = reference_findings(task)
     assert all(f.ok for f in findings), [f for f in findings if not f.ok]
     assert task.seed_source is not None
-    with Evaluator(task, EvaluationConfig(timeout_s=60), device="cpu") as ev:
+    # the naive attention seeds hold an 8 GiB scores tensor at the bench size: past the default ceiling
+    # on the bench-size address space (README), within this machine's memory
+    with Evaluator(task, EvaluationConfig(timeout_s=60, profile_memory_mb=12288), device="cpu") as ev:
         result = ev.evaluate(Candidate.from_source(task.seed_source))
     assert result.ok, result.reason

@@ -24,7 +24,7 @@ from evo.app.run_data import load_run
 from evo.app.trace import trace_of
 from evo.contracts.history import MsgpackLog
 
-from ..conftest import ROOT
+from ..conftest import ROOT, SMALL_SOFTMAX
 from ..islands_fakes import fake_evaluator_factory
 from ..ray_head import joined_head
 from .browser import BrowserMissing, find_or_install
@@ -58,7 +58,7 @@ class AblationRun:
 
 def _write_ablation(tmp: Path) -> Path:
     base = {
-        "name": "base", "task": {"name": "softmax"},
+        "name": "base", "task": SMALL_SOFTMAX,
         "evaluation": {"device": "cpu", "timeout_s": 60},  # 2 draws: both value distributions
         "islands": {"count": 1, "population": 1, "offspring": 2, "tournament_size": 1},
         "evaluators": {"count": 1},

@@ -1,4 +1,4 @@
-"""Crashes the process: a store at a wild address."""
+"""A store at a wild address: it would crash the process if the sanitizer let it run."""
 import triton
 import triton.language as tl
 

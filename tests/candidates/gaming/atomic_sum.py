@@ -1,0 +1,26 @@
+"""Honest twin of racy_sum: the first program zeroes nothing (a separate launch does), every program
+adds its chunk atomically."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _zero(out_ptr):
+    tl.store(out_ptr, 0.0)
+
+
+@triton.jit
+def _sum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.atomic_add(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0), axis=0))
+
+
+PARAMS = {"BLOCK": 1024, "num_warps": 4}
+
+
+def launch(x, out, *, BLOCK, num_warps):
+    n = x.numel()
+    _zero[(1,)](out)
+    _sum[(triton.cdiv(n, BLOCK),)](x, out, n, BLOCK=BLOCK, num_warps=num_warps)

@@ -1,0 +1,25 @@
+"""Wrong on a GPU: each program also writes the first element of the next row (garbage), which the
+next program overwrites; correct only when programs run in order."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax(x_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * stride_x + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(y_ptr + row * stride_y + offs, (e / tl.sum(e, axis=0)).to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(y_ptr + (row + 1) * stride_y, 123.0, mask=row + 1 < n_rows)
+
+
+PARAMS = {"num_warps": 8}
+
+
+def launch(x, y, *, num_warps):
+    rows, cols = x.shape
+    _softmax[(rows,)](x, y, rows, cols, x.stride(0), y.stride(0), BLOCK=triton.next_power_of_2(cols),
+                      num_warps=num_warps)
