@@ -61,7 +61,7 @@ def main() -> None:
     from fitness.latency.bench_tensors import tensor_specs
     from fitness.latency.cuda import task_info
     from fitness.sandbox.interp_compat import install
-    from fitness.worker import Runner
+    from fitness.sandbox.runner import Runner
 
     install()
     fake_cuda(torch)

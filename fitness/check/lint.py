@@ -1,13 +1,16 @@
 """Stage 1: static checks of a candidate module (pure AST, no import, no execution).
 
 The module must define ``launch`` and at least one ``@triton.jit`` kernel that ``launch`` actually
-launches (``kernel[grid](...)``, directly or through a helper). Only triton, triton.language,
-its libdevice, math, typing and torch may be imported, and torch only for allocation, dtypes and
-device queries: computing on data with torch, through an alias or ``getattr``, is rejected here,
-and again at run time by the worker (`fitness.sandbox.torch_guard`). No exception handling (a try/except
-fallback hides a broken kernel), no classes, ``global``, ``with``, threads, streams, subprocess,
-sockets, files, ``exec``/``eval``, ``__import__`` or introspection (``inspect``,
-``sys._getframe``, ``globals()``, any ``_private`` attribute).
+launches (``kernel[grid](...)``, directly or through a helper). The names it may use are an exact
+allowlist (`fitness.check.allowed`): every attribute chain rooted at an imported module (triton,
+triton.language, its math and libdevice, math, torch, typing) must reach a listed name, at any depth,
+and attributes of values must be listed tensor, dtype or device-property queries; torch serves only
+allocation, dtypes, views and device queries (computing on data is rejected here, and again at run
+time by `fitness.sandbox.torch_guard`). Builtins are a short list, ``typing`` names appear only in
+annotations, annotations are never strings, and the module level holds only imports, function
+definitions and constant assignments. No exception handling (a try/except fallback hides a broken
+kernel), no classes, ``global``, ``with``, generators, no private or dunder attribute anywhere. The
+operating system confines what slips through (`fitness.sandbox.isolation`).
 """
 
 from __future__ import annotations
@@ -16,26 +19,16 @@ import ast
 from dataclasses import dataclass, field
 
 from evo.contracts.candidate import CandidateError, module_literal, parse_module
+from fitness.check.allowed import (
+    BUILTINS,
+    CHAINS,
+    HOST_VALUE_ATTRS,
+    JIT_BUILTINS,
+    JIT_VALUE_ATTRS,
+    MODULES,
+    canonical,
+)
 
-ALLOWED_MODULES = {
-    "triton", "triton.language", "triton.language.extra", "triton.language.extra.libdevice",
-    "math", "torch", "typing", "__future__",
-}
-TORCH_ATTRS = {
-    "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like",
-    "empty_strided", "Tensor", "Size", "dtype", "device", "cuda",
-    "float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "int16",
-    "int32", "int64", "uint8", "bool", "long", "int", "float8_e4m3fn", "float8_e5m2",
-}
-TORCH_CUDA_ATTRS = {"get_device_properties", "get_device_capability", "is_available", "current_device"}
-TRITON_ATTRS = {"jit", "cdiv", "next_power_of_2", "language", "heuristics", "constexpr_function"}
-BUILTINS = {
-    "range", "len", "min", "max", "abs", "int", "float", "bool", "str", "tuple", "list", "dict", "set",
-    "enumerate", "zip", "isinstance", "print", "round", "divmod", "pow", "sorted", "reversed", "any",
-    "all", "map", "sum", "ValueError", "RuntimeError", "AssertionError", "TypeError",
-    "NotImplementedError", "True", "False", "None",
-}
-JIT_BUILTINS = {"range", "min", "max", "len", "int", "float", "abs", "print", "isinstance", "tuple"}
 FORBIDDEN_NODES: dict[type, str] = {
     ast.Try: "try/except (a fallback hides a broken kernel)",
     ast.With: "with-statements",
@@ -67,6 +60,14 @@ class LintResult:
         return shown + more
 
 
+def _torch_hint(module: str) -> str:
+    if module == "torch":
+        return " (candidates compute with Triton kernels; torch is for allocation, dtypes and device queries only)"
+    if module == "triton":
+        return " (meta-parameters are tuned by the search)"
+    return ""
+
+
 def _decorator_name(d: ast.expr) -> str:
     target = d.func if isinstance(d, ast.Call) else d
     parts = []
@@ -78,44 +79,45 @@ def _decorator_name(d: ast.expr) -> str:
     return ".".join(reversed(parts))
 
 
+_CONSTANT_NODES = (ast.Constant, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.BinOp, ast.UnaryOp, ast.BoolOp,
+                   ast.Compare, ast.IfExp, ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Slice, ast.keyword,
+                   ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.expr_context)
+
+
+def _chain(node: ast.Attribute) -> tuple[ast.expr, list[str]]:
+    """The root of an attribute chain and its attribute names, outermost last."""
+    attrs: list[str] = []
+    target: ast.expr = node
+    while isinstance(target, ast.Attribute):
+        attrs.append(target.attr)
+        target = target.value
+    return target, list(reversed(attrs))
+
+
 class _Linter:
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
         self.problems: list[str] = []
-        self.aliases: dict[str, str] = {}  # local name -> module
+        self.aliases: dict[str, str] = {}  # local name -> canonical module
         self.jit: set[str] = set()
         self.functions: dict[str, ast.FunctionDef] = {}
-        self.module_names: set[str] = set()
+        self.module_names: set[str] = set()  # listed names imported by name, and module-level constants
+        self.typing_names: set[str] = set()
+        self.parents: dict[int, ast.AST] = {}
+        self.annotation_nodes: set[int] = set()
+        self.jit_nodes: set[int] = set()
 
     def add(self, node: ast.AST, msg: str) -> None:
         line = getattr(node, "lineno", "?")
         self.problems.append(f"line {line}: {msg}")
 
     def collect(self) -> None:
+        for node in ast.walk(self.tree):
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
         for node in self.tree.body:
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.name not in ALLOWED_MODULES:
-                        self.add(node, f"import of {a.name!r} is not allowed")
-                    elif a.asname:
-                        self.aliases[a.asname] = a.name
-                    else:
-                        self.aliases[a.name.split(".")[0]] = a.name.split(".")[0]
-            elif isinstance(node, ast.ImportFrom):
-                mod = node.module or ""
-                for a in node.names:
-                    full = f"{mod}.{a.name}"
-                    local = a.asname or a.name
-                    if full in ALLOWED_MODULES:
-                        self.aliases[local] = full
-                    elif mod in ("triton.language", "math", "typing", "__future__") and not a.name.startswith("_"):
-                        self.module_names.add(local)
-                    elif mod == "torch" and a.name in TORCH_ATTRS:
-                        self.module_names.add(local)
-                    elif mod == "triton" and a.name in TRITON_ATTRS:
-                        self.module_names.add(local)
-                    else:
-                        self.add(node, f"import of {full!r} is not allowed")
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.collect_import(node)
             elif isinstance(node, ast.FunctionDef):
                 self.functions[node.name] = node
                 names = [_decorator_name(d) for d in node.decorator_list]
@@ -127,27 +129,86 @@ class _Linter:
                         self.add(node, f"decorator {n!r} is not allowed (only triton.jit / triton.heuristics)")
                 if any(n.endswith("jit") for n in names):
                     self.jit.add(node.name)
+                    self.jit_nodes.update(id(n) for n in ast.walk(node))
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for t in targets:
-                    for sub in ast.walk(t):
-                        if isinstance(sub, ast.Name):
-                            self.module_names.add(sub.id)
+                self.collect_constant(node)
             elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
                 continue  # docstring
             elif type(node) not in FORBIDDEN_NODES:
-                self.add(node, f"{type(node).__name__} statements are not allowed at module level")
+                self.add(node, f"{type(node).__name__} statements are not allowed at module level "
+                               "(only imports, function definitions and constant assignments)")
+        for node in ast.walk(self.tree):
+            annotations: list[ast.expr | None] = []
+            if isinstance(node, ast.arg):
+                annotations.append(node.annotation)
+            elif isinstance(node, ast.FunctionDef):
+                annotations.append(node.returns)
+            elif isinstance(node, ast.AnnAssign):
+                annotations.append(node.annotation)
+            for a in annotations:
+                if a is not None:
+                    self.annotation_nodes.update(id(n) for n in ast.walk(a))
+
+    def collect_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name not in MODULES:
+                    self.add(node, f"import of {a.name!r} is not allowed")
+                elif a.asname:
+                    self.aliases[a.asname] = MODULES[a.name]
+                else:
+                    self.aliases[a.name.split(".")[0]] = a.name.split(".")[0]
+            return
+        mod = node.module or ""
+        for a in node.names:
+            full = f"{mod}.{a.name}"
+            local = a.asname or a.name
+            if node.level or mod not in MODULES:
+                self.add(node, f"import of {full!r} is not allowed")
+            elif full in MODULES:
+                self.aliases[local] = MODULES[full]
+            elif canonical(f"{MODULES[mod]}.{a.name}") in CHAINS:
+                self.module_names.add(local)
+                if mod == "typing":
+                    self.typing_names.add(local)
+            else:
+                self.add(node, f"import of {full!r} is not allowed (not on the allowlist of names)")
+
+    def collect_constant(self, node: ast.Assign | ast.AnnAssign) -> None:
+        """A module-level assignment: names := a constant expression (literals, arithmetic, listed names)."""
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for t in targets:
+            for sub in ast.walk(t):
+                if isinstance(sub, ast.Name):
+                    self.module_names.add(sub.id)
+                elif not isinstance(sub, (ast.Tuple, ast.List, ast.expr_context)):
+                    self.add(node, "module-level assignments may only bind names")
+        if node.value is None:
+            return
+        for sub in ast.walk(node.value):
+            if not isinstance(sub, _CONSTANT_NODES):
+                self.add(sub, f"{type(sub).__name__} in a module-level assignment is not allowed "
+                              "(module-level values are constants: literals, arithmetic, listed names)")
+            elif isinstance(sub, ast.Call) and not isinstance(sub.func, (ast.Name, ast.Attribute)):
+                self.add(sub, "module-level values may call only listed functions")
 
     def check_all(self) -> None:
         for node in ast.walk(self.tree):
             if type(node) in FORBIDDEN_NODES:
                 self.add(node, f"{FORBIDDEN_NODES[type(node)]} not allowed")
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and node not in self.tree.body:
+                what = ", ".join(a.name for a in node.names)
+                self.add(node, f"import of {what!r} inside a function: imports belong at module level")
             elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
                 self.add(node, f"access to private attribute {node.attr!r} (introspection) is not allowed")
             elif isinstance(node, ast.Name) and node.id.startswith("__"):
                 self.add(node, f"name {node.id!r} is not allowed")
-            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-                self.check_module_attr(node)
+            elif isinstance(node, ast.Attribute) and not isinstance(self.parents.get(id(node)), ast.Attribute):
+                self.check_chain(node)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) in self.annotation_nodes:
+                self.add(node, "string annotations are not allowed (write the annotation as an expression)")
+            elif isinstance(node, ast.Name) and node.id in self.typing_names and id(node) not in self.annotation_nodes:
+                self.add(node, f"typing name {node.id!r} may appear only in annotations")
         self.check_module_values()
         known = self.module_names | set(self.functions) | set(self.aliases) | BUILTINS
         for stmt in self.tree.body:
@@ -159,20 +220,32 @@ class _Linter:
         for fn in self.functions.values():
             self.check_function(fn, jit=fn.name in self.jit)
 
-    def check_module_attr(self, node: ast.Attribute) -> None:
-        mod = self.aliases.get(node.value.id)  # type: ignore[attr-defined]
-        if mod == "torch" and node.attr not in TORCH_ATTRS:
-            self.add(node, f"torch.{node.attr} is not allowed: candidates compute with Triton kernels; "
-                     "torch is for allocation, dtypes and device queries only")
-        elif mod == "torch" and node.attr == "cuda":
-            parent_ok = False
-            for p in ast.walk(self.tree):
-                if isinstance(p, ast.Attribute) and p.value is node and p.attr in TORCH_CUDA_ATTRS:
-                    parent_ok = True
-            if not parent_ok:
-                self.add(node, "torch.cuda is allowed only for device property queries")
-        elif mod == "triton" and node.attr not in TRITON_ATTRS:
-            self.add(node, f"triton.{node.attr} is not allowed (meta-parameters are tuned by the search)")
+    def check_chain(self, node: ast.Attribute) -> None:
+        """An outermost attribute chain: from a module it must reach a listed name; what follows (and
+        any attribute of a value) must be a listed value attribute."""
+        root, attrs = _chain(node)
+        values = JIT_VALUE_ATTRS if id(node) in self.jit_nodes else HOST_VALUE_ATTRS
+        rest = attrs
+        if isinstance(root, ast.Name) and root.id in self.aliases:
+            module = self.aliases[root.id]
+            written = ".".join([root.id, *attrs])
+            for k in range(1, len(attrs) + 1):
+                name = canonical(".".join([module, *attrs[:k]]))
+                if name in CHAINS:
+                    rest = attrs[k:]
+                    if name.startswith("typing.") and id(node) not in self.annotation_nodes:
+                        self.add(node, f"{written}: typing names may appear only in annotations")
+                    break
+            else:
+                self.add(node, f"{written} is not allowed: {canonical('.'.join([module, *attrs]))} is not on the "
+                               "allowlist of names a candidate may use" + _torch_hint(module))
+                return
+        for attr in rest:
+            if attr not in values and not attr.startswith("_"):
+                where = "inside @triton.jit code" if values is JIT_VALUE_ATTRS else "in launch code"
+                hint = " (torch serves allocation, views and metadata only)" if values is HOST_VALUE_ATTRS else ""
+                self.add(node, f"attribute {attr!r} (in {ast.unparse(node)}) is not on the allowlist {where}{hint}")
+                return
 
     def check_module_values(self) -> None:
         """Module aliases may only head an attribute chain: never be passed, stored or rebound."""

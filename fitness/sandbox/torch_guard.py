@@ -1,16 +1,20 @@
 """Run-time enforcement of the candidate contract inside the worker.
 
-While ``launch`` runs, every torch function or tensor method called *from candidate code* (the first
-caller frame outside torch's own package is in the candidate's file) must be metadata, a view, or an
-allocation. Anything else (``x.softmax()``, ``x + 1``, ``sum(x)``, ``.tolist()``, ``.copy_()``) is
-torch computing on the data and raises :class:`ForbiddenOperation`, whatever alias or ``getattr``
-route the lint might have missed. Calls made by Triton's own launcher are not candidate code.
+While ``launch`` runs, every torch function or tensor method called *from candidate code* must be
+metadata, a view, or an allocation. Candidate code is any code that is not torch's, triton's or the
+project's own: the first caller frame outside torch and the standard library (which only passes
+calls through) decides, so code created at run time (``exec``, ``eval``, annotations evaluated by
+``typing``, filename ``<string>``) counts as the candidate's. Anything else (``x.softmax()``,
+``x + 1``, ``sum(x)``, ``.tolist()``, ``.copy_()``) is torch computing on the data and raises
+:class:`ForbiddenOperation`, whatever alias or ``getattr`` route the lint might have missed. Calls
+made by Triton's own launcher are not candidate code.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from collections.abc import Callable
 from typing import Any
 
@@ -31,8 +35,30 @@ ALLOCATIONS = {
 }
 ALLOWED = METADATA | VIEWS | ALLOCATIONS
 UNINITIALIZED = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
-_TORCH_DIR = os.path.dirname(torch.__file__)
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _THIS_FILE = __file__
+_PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_TRUSTED = tuple(os.path.join(_PROJECT, p) + os.sep for p in ("fitness", "evo"))
+_NEUTRAL = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")}
+                 | {sysconfig.get_paths()[k] + os.sep for k in ("stdlib", "platstdlib")})
+
+
+def _triton_dir() -> str:
+    import triton
+
+    return os.path.dirname(triton.__file__) + os.sep
+
+
+def is_candidate_code(filename: str, triton_dir: str) -> bool:
+    """Whether a frame of `filename` (not torch's, not the standard library's) is candidate code."""
+    return not (filename.startswith(_TRUSTED) or filename.startswith(triton_dir))
+
+
+def _neutral(filename: str) -> bool:
+    """Frames that pass a call on and decide nothing: torch's, the guard's, the standard library's."""
+    if filename == _THIS_FILE or filename.startswith(_TORCH_DIR) or filename.startswith("<frozen "):
+        return True
+    return filename.startswith(_NEUTRAL) and "-packages" + os.sep not in filename
 
 
 class ForbiddenOperation(BaseException):
@@ -53,14 +79,15 @@ class CandidateGuard(TorchFunctionMode):
     def __init__(self, filename: str) -> None:
         super().__init__()
         self.filename = filename
+        self.triton_dir = _triton_dir()
         self.initialized: set[int] = set()  # storages the candidate allocated with contents (zeros, full...)
 
     def _caller_is_candidate(self) -> bool:
         frame = sys._getframe(2)
         while frame is not None:
             f = frame.f_code.co_filename
-            if f != _THIS_FILE and not f.startswith(_TORCH_DIR):
-                return f == self.filename
+            if not _neutral(f):
+                return is_candidate_code(f, self.triton_dir)
             frame = frame.f_back  # type: ignore[assignment]
         return False
 
