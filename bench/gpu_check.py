@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baselines", default=",".join(b.value for b in Baseline),
                     help="comma-separated: seed,torch,torch_compile")
     ap.add_argument("--memory-mb", type=int, default=8192, help="memory limit of the model's interpreter worker")
+    ap.add_argument("--no-isolation", action="store_true",
+                    help="run the workers without OS isolation (to tell an isolation problem from a GPU one)")
     args = ap.parse_args(argv)
     device_name = _cuda_device()
     if device_name is None:
@@ -115,19 +117,20 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     settings = EvaluationConfig(timeout_s=300.0, memory_mb=args.memory_mb, latency=LatencyMode.AUTO,
                                 target_gpu=target, baselines=[Baseline(b) for b in args.baselines.split(",") if b],
-                                latency_timeout_s=600.0)
+                                latency_timeout_s=600.0, isolation=not args.no_isolation)
     print(f"gpu_check: {device_name}; model target {target}; tasks {', '.join(tasks)}", flush=True)
     start = time.monotonic()
-    cuda = Worker(device="cuda", memory_mb=args.memory_mb)
-    interp = Worker(device="cpu", memory_mb=args.memory_mb)
-    compiler = Worker(compile_only=True, memory_mb=args.memory_mb)
+    cuda = Worker(device="cuda", memory_mb=args.memory_mb, isolation=settings.isolation)
+    interp = Worker(device="cpu", memory_mb=args.memory_mb, isolation=settings.isolation)
+    compiler = Worker(compile_only=True, memory_mb=args.memory_mb, isolation=settings.isolation)
     rows: list[dict[str, Any]] = []
     failures: list[str] = []
 
     def write() -> float:
         elapsed = time.monotonic() - start
         report = {"device": device_name, "model_target": target, "seconds": elapsed, "rows": rows,
-                  "failures": failures}
+                  "failures": failures, "sandbox": {w: {"mechanism": k.sandbox, "problems": k.sandbox_problems}
+                                                    for w, k in (("cuda", cuda), ("interp", interp))}}
         (out / "gpu_check.json").write_text(json.dumps(report, indent=1, default=str))
         return elapsed
 

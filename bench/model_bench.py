@@ -39,8 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", default=EvaluationConfig().target_gpu)
     ap.add_argument("--tasks", default=",".join(library_tasks()))
     args = ap.parse_args(argv)
-    interp = Worker(device="cpu", memory_mb=8192)
-    compiler = Worker(compile_only=True, memory_mb=8192)
+    interp = Worker(device="cpu", memory_mb=8192, isolation=True)
+    compiler = Worker(compile_only=True, memory_mb=8192, isolation=True)
     off = EvaluationConfig(memory_mb=8192, latency=LatencyMode.OFF)
     print(f"{'task':11s} {'seed us':>10s} {'better us':>10s} {'model x':>8s} {'bound (better)':>15s} "
           f"{'model s, 1st':>12s} {'model s':>8s} {'equiv s':>8s} {'compared':>9s} {'full s':>7s}")

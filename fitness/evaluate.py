@@ -23,7 +23,21 @@ from evo.contracts.verdict import FULL, QUICK, VERIFIED, Evaluation, Status
 from fitness.check.equivalence import bench_check, check_equivalence
 from fitness.check.lint import lint
 from fitness.latency.stage import LatencyStage
+from fitness.sandbox import isolation as os_isolation
 from fitness.sandbox.process import Worker
+
+
+class IsolationUnavailable(RuntimeError):
+    """``evaluation.require_isolation`` is set and the worker could not be fully isolated."""
+
+
+def isolation_message(sandbox: str, problems: list[str]) -> str:
+    """What a person should read when a worker runs with less than full isolation ('' when it has it)."""
+    if sandbox == os_isolation.FULL:
+        return ""
+    why = "; ".join(problems) or "unknown"
+    return (f"evaluation workers run without full OS isolation (sandbox: {sandbox}): {why}. Candidate code is "
+            "still linted and guarded; set evaluation.require_isolation: true to refuse to run like this")
 
 
 def detect_device() -> str:
@@ -41,20 +55,34 @@ class Evaluator:
     ``evaluation:`` section. `quick` checks use the first `quick_sizes` check sizes, one draw."""
 
     def __init__(self, task: Task, settings: EvaluationConfig, *, device: str | None = None,
-                 worker: Worker | None = None, secret: int | None = None) -> None:
+                 worker: Worker | None = None, secret: int | None = None, static_lint: bool = True) -> None:
         """`worker`: share an evaluation worker of `device` between evaluators (left open by `close`).
-        `secret`: the run's secret (a campaign keeps one; default: a new random one)."""
+        `secret`: the run's secret (a campaign keeps one; default: a new random one).
+        `static_lint`: an internal test hook; False skips the lint so that tests prove the layers below it
+        (the run-time guard, the worker's isolation). Never set from a config."""
         self.task = task
         self.settings = settings
         self.secret = secrets.randbits(63) if secret is None else secret
         wanted = device or settings.device
         self.device = detect_device() if wanted == "auto" else wanted
+        self.static_lint = static_lint
         self._own_worker = worker is None
         self.worker = worker or Worker(device=self.device, memory_mb=settings.memory_mb,
-                                       bench_memory_mb=settings.profile_memory_mb)
+                                       bench_memory_mb=settings.profile_memory_mb, isolation=settings.isolation)
         self.worker.start()  # overlap the worker's imports with the caller's work
         self.latency = LatencyStage(task, settings, device=self.device, worker=self.worker, secret=self.secret,
                                     bench_check=self._bench_check)
+
+    def isolation(self) -> tuple[str, list[str]]:
+        """The worker's OS isolation (waits for the worker to start): its mechanism and what it lacks.
+        Raises `IsolationUnavailable` when the settings require full isolation and it lacks a part."""
+        if not self.worker.ready:
+            self.worker.request({"op": "ping"}, self.worker.startup_timeout)
+        sandbox, problems = self.worker.sandbox, list(self.worker.sandbox_problems)
+        if self.settings.require_isolation and sandbox != os_isolation.FULL:
+            raise IsolationUnavailable(isolation_message(sandbox, problems).split(". Candidate")[0]
+                                       + " (evaluation.require_isolation is true)")
+        return sandbox, problems
 
     def cases(self, level: str) -> list[Case]:
         if level == QUICK:
@@ -66,15 +94,15 @@ class Evaluator:
         ``crash`` verdict that says so."""
         base = Evaluation(candidate.id, self.task.key, self.device, Status.LINT_ERROR, level=level)
         try:
-            return self._evaluate(candidate, level, base)
+            return self._evaluate(candidate, level, base).with_(sandbox=self.worker.sandbox)
         except Exception as e:  # the evaluator never dies on a candidate: every failure is a verdict
             self.worker.restart()
-            return base.with_(status=Status.CRASH, reason=f"the evaluator failed on this candidate: "
-                                                          f"{type(e).__name__}: {str(e)[:400]}")
+            return base.with_(status=Status.CRASH, sandbox=self.worker.sandbox,
+                              reason=f"the evaluator failed on this candidate: {type(e).__name__}: {str(e)[:400]}")
 
     def _evaluate(self, candidate: Candidate, level: str, base: Evaluation) -> Evaluation:
         found = lint(candidate.source)
-        if not found.ok:
+        if not found.ok and self.static_lint:
             return base.with_(reason=found.reason())
         check_level = FULL if level == VERIFIED else level
         ev = check_equivalence(self.worker, self.task, candidate, self.cases(check_level), base,

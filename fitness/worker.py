@@ -16,11 +16,12 @@ import resource
 import threading
 import time
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Any
 
-from fitness.sandbox import protocol
-from fitness.sandbox.limits import set_memory_limit
-from fitness.sandbox.runner import Runner
+from fitness.sandbox import isolation, protocol
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 def sanitizer(views: list[Any], msg: dict[str, Any]) -> Any:
@@ -56,13 +57,20 @@ def main() -> None:
     ap.add_argument("--memory-mb", type=int, default=0)
     ap.add_argument("--bench-memory-mb", type=int, default=0)
     ap.add_argument("--compile-only", action="store_true", help="cross-compiles kernels; runs none")
+    ap.add_argument("--isolation", choices=("on", "off"), default="on")
     args = ap.parse_args()
+    sandbox, problems = isolation.NONE, ["isolation turned off (evaluation.isolation: false)"]
+    if args.isolation == "on":  # first, while this process has one thread and has imported no torch
+        sandbox, problems = isolation.apply(os.getcwd(), PROJECT_ROOT, gpu=args.device != "cpu")
     if args.compile_only and os.environ.get("TRITON_INTERPRET") == "1":
         raise SystemExit("worker: a compile worker must not run under TRITON_INTERPRET=1")
     if args.device == "cpu" and not args.compile_only and os.environ.get("TRITON_INTERPRET") != "1":
         raise SystemExit("worker: a CPU worker needs TRITON_INTERPRET=1 before triton is imported")
     import torch
     import triton  # noqa: F401  (paid once per worker)
+
+    from fitness.sandbox.limits import set_memory_limit
+    from fitness.sandbox.runner import Runner
 
     if args.device != "cpu":
         torch.cuda.init()
@@ -79,7 +87,8 @@ def main() -> None:
     gc.freeze()  # what the imports made is never garbage: keep each unload's collection cheap
     runner = Runner(args.device)
     latency_ops = LatencyOps(runner)
-    protocol.send(args.fd_out, {"op": "ready", "pid": os.getpid(), "torch": torch.__version__})
+    protocol.send(args.fd_out, {"op": "ready", "pid": os.getpid(), "torch": torch.__version__, "sandbox": sandbox,
+                                "sandbox_problems": problems})
     while True:
         try:
             msg = protocol.receive(args.fd_in)
@@ -101,7 +110,7 @@ def main() -> None:
             return
         else:
             reply = {"ok": False, "kind": "crash", "message": f"unknown op {op!r}"}
-        protocol.send(args.fd_out, reply)
+        protocol.send(args.fd_out, {**reply, "seq": msg.get("seq")})
         if reply.get("fatal"):
             os._exit(3)  # the CUDA context or the heap may be gone: let the driver start afresh
 

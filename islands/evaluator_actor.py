@@ -83,6 +83,8 @@ class EvaluatorInfo:
     gpu_ids: tuple[str, ...]
     task_key: str
     gpu_name: str = ""  # the CUDA device's name ("" without one)
+    sandbox: str = ""  # the worker's OS isolation (`fitness.sandbox.isolation`; "" for an evaluator without one)
+    sandbox_problems: tuple[str, ...] = ()
 
 
 class EvaluatorActor:
@@ -98,10 +100,12 @@ class EvaluatorActor:
         import ray
 
         ctx = ray.get_runtime_context()
+        isolation = getattr(self.evaluator, "isolation", None)  # raises when required and missing
+        sandbox, problems = isolation() if isolation is not None else ("", [])
         return EvaluatorInfo(
             self.name, os.getpid(), ctx.get_node_id(), self.evaluator.device,
             os.environ.get("CUDA_VISIBLE_DEVICES"), tuple(str(g) for g in ray.get_gpu_ids()), self.task.key,
-            cuda_device_name() if self.evaluator.device == "cuda" else "",
+            cuda_device_name() if self.evaluator.device == "cuda" else "", sandbox, tuple(problems),
         )
 
     def evaluate(self, candidate: Candidate, level: str) -> tuple[Evaluation, float]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evo.contracts.candidate import Candidate
-from evo.contracts.config import EvaluationConfig
+from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import NativeTask
 from fitness.evaluate import Evaluator
 
@@ -50,3 +50,12 @@ def softmax_evaluator(softmax_task: NativeTask) -> Iterator[Evaluator]:
     ev = Evaluator(softmax_task, EvaluationConfig(timeout_s=60.0, memory_mb=1024), device="cpu")
     yield ev
     ev.close()
+
+
+@pytest.fixture(scope="session")
+def unlinted(softmax_task: NativeTask) -> Iterator[Evaluator]:
+    """An evaluator with the lint bypassed (an internal hook), so that tests prove the layers below it: the
+    run-time torch guard and the worker's OS isolation."""
+    settings = EvaluationConfig(timeout_s=60.0, memory_mb=1024, latency=LatencyMode.OFF)
+    with Evaluator(softmax_task, settings, device="cpu", static_lint=False) as ev:
+        yield ev

@@ -66,6 +66,9 @@ class FakeLatencyEvaluator:
     def evaluate(self, candidate: Candidate, *, level: str = "full") -> Evaluation:
         return with_fake_latency(candidate, self.inner.evaluate(candidate, level=level))
 
+    def isolation(self) -> tuple[str, list[str]]:
+        return self.inner.isolation()
+
     def close(self) -> None:
         self.inner.close()
 

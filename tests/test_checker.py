@@ -23,8 +23,8 @@ REJECTED = [
     ("torch_softmax", Status.LINT_ERROR, "torch.softmax is not allowed"),
     ("torch_getattr", Status.LINT_ERROR, "getattr"),
     ("torch_module_alias", Status.LINT_ERROR, "may only be used as torch.<name>"),
-    ("torch_methods", Status.LINT_ERROR, "launch called torch 'amax'"),
-    ("torch_builtin_sum", Status.LINT_ERROR, "launch called torch"),
+    ("torch_methods", Status.LINT_ERROR, "attribute 'amax' (in x.amax) is not on the allowlist"),
+    ("torch_builtin_sum", Status.LINT_ERROR, "name 'sum' is not allowed"),
     ("try_fallback", Status.LINT_ERROR, "try/except"),
     ("oob_store", Status.UNSAFE, "stores to y_ptr[17], which program (0, 0, 0)"),
     ("oob_load", Status.UNSAFE, "outside every tensor argument"),
@@ -54,6 +54,22 @@ def test_cheats_are_rejected_with_a_reason(softmax_evaluator, name, status, word
     assert result.status is status, result.reason
     assert words in result.reason
     assert result.error > 0
+
+
+# the same cheats with the lint bypassed (an internal hook): the run-time guard stops torch computing
+GUARDED = [
+    ("torch_softmax", "launch called torch 'softmax'"),
+    ("torch_getattr", "launch called torch 'softmax'"),
+    ("torch_module_alias", "launch called torch 'softmax'"),
+    ("torch_methods", "launch called torch 'amax'"),
+    ("torch_builtin_sum", "launch called torch"),
+]
+
+
+@pytest.mark.parametrize("name, words", GUARDED, ids=[r[0] for r in GUARDED])
+def test_torch_cheats_below_the_lint_are_stopped_by_the_guard(unlinted, name, words):
+    result = unlinted.evaluate(candidate(f"softmax/{name}"))
+    assert result.status is Status.LINT_ERROR and words in result.reason, result.reason
 
 
 @pytest.mark.parametrize("name", ["one_pass", "online_two_kernels"])

@@ -47,8 +47,8 @@ def small_task(name: str) -> NativeTask:
 @pytest.fixture(scope="module")
 def model() -> Iterator[Model]:
     """ModelLatency per library task, all sharing one interpreter and one compile worker."""
-    interp = Worker(device="cpu", memory_mb=4096, bench_memory_mb=4096)
-    compiler = Worker(compile_only=True, memory_mb=4096)
+    interp = Worker(device="cpu", memory_mb=4096, bench_memory_mb=4096, isolation=True)
+    compiler = Worker(compile_only=True, memory_mb=4096, isolation=True)
     made: dict[str, ModelLatency] = {}
 
     def get(name: str) -> ModelLatency:

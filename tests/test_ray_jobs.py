@@ -63,9 +63,11 @@ def test_a_job_submitted_with_its_working_dir_places_one_evaluator_per_gpu(gpu_h
     assert sorted(e["cuda_visible_devices"] for e in evaluators) == ["0", "1"]  # one GPU each
     assert all(len(e["gpu_ids"]) == 1 for e in evaluators)
     assert {e["device"] for e in evaluators} == {"cpu"}  # torch sees no CUDA here: the interpreter
+    assert summary["sandbox"] == "landlock+seccomp" and {e["sandbox"] for e in evaluators} == {"landlock+seccomp"}
     records = history(run_dir)
     assert records and {r["evaluator"] for r in records} <= {e["name"] for e in evaluators}
     assert all(r["evaluation"]["device"] == "cpu" for r in records)
+    assert {r["evaluation"]["sandbox"] for r in records} == {"landlock+seccomp"}  # workers in Ray actors are isolated
     assert_nothing_evaluated_twice(records)
 
 

@@ -29,7 +29,9 @@ from evo.app.campaign_setup import (
 from evo.app.progress import Display, IslandRow, Totals
 from evo.app.results import individual_summary, standalone_kernel
 from evo.contracts.records import Individual, best_of
+from fitness.evaluate import isolation_message
 from fitness.latency.stage import target_hardware
+from fitness.sandbox.isolation import FULL as FULL_ISOLATION
 from islands.actors import IslandSpec, start_broker, start_island
 from islands.broker import BrokerSpec
 from islands.evaluation import EvaluationStats
@@ -71,6 +73,7 @@ class Campaign:
         self.status, self.reason = "running", ""
         self.stop_requested = False
         self.summary: dict[str, Any] = {}
+        self.sandbox = ""  # the evaluation workers' OS isolation, as they reported it
         self.t0 = time.monotonic()
 
     # -- start ---------------------------------------------------------------------------------
@@ -88,7 +91,11 @@ class Campaign:
         except RayTaskError as e:
             raise CampaignError(_last_line(e)) from None
         self.device = infos[0].device
+        self.sandbox = ",".join(sorted({i.sandbox for i in infos if i.sandbox}))
         self.display.message(f"{plan.why}; evaluating on {self.device}; run directory {self.store.path}")
+        weak = next((i for i in infos if i.sandbox and i.sandbox != FULL_ISOLATION), None)
+        if weak is not None:
+            self.display.message(isolation_message(weak.sandbox, list(weak.sandbox_problems)))
         self.store.events.repair()
         self.store.events.append({"kind": "resume" if self.p.resumed else "start", "time": time.time(),
                                   "evaluators": [vars(i) for i in infos], "notes": self.p.notes})
@@ -301,7 +308,7 @@ class Campaign:
         best_d = individual_summary(best, self.seed_latency_ms) if best else previous.get("best")
         return {
             "name": self.cfg.name, "status": self.status, "stop_reason": self.reason,
-            "task": self.p.task.name, "task_key": self.p.task.key, "device": self.device,
+            "task": self.p.task.name, "task_key": self.p.task.key, "device": self.device, "sandbox": self.sandbox,
             "latency_source": self.latency_source or None, "generation": self.generation,
             "islands": len(self.rows), "evaluations": self.stats.evaluations,
             "evaluations_by_level": dict(self.stats.fresh), "failures": dict(self.stats.failures),

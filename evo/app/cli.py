@@ -64,7 +64,7 @@ def verdict(evaluation: Any, task: Task, secret: int | None = None) -> dict[str,
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from evo.contracts.verdict import QUICK, VERIFIED, Evaluation, Status
-    from fitness.evaluate import Evaluator
+    from fitness.evaluate import Evaluator, IsolationUnavailable, isolation_message
 
     cfg, task = _load(args.config)
     candidate = _read_candidate(args.candidate, args.params)
@@ -73,9 +73,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     start = time.monotonic()
     try:
         with Evaluator(task, cfg.evaluation, device=args.device, secret=secret) as ev:
+            warning = isolation_message(*ev.isolation())
+            if warning:
+                say(f"warning: {warning}")
             say(f"checking candidate {candidate.id} on {task.name} ({ev.device}, {len(ev.cases(level))} cases"
                 + (f", then in full at {len(task.bench_sizes)} bench size(s))" if level == VERIFIED else ")"))
             result = ev.evaluate(candidate, level=level)
+    except IsolationUnavailable as e:
+        raise UsageError(str(e)) from None
     except Exception as e:  # the evaluator never ends in a traceback: a failure is a verdict
         result = Evaluation(candidate.id, task.key, args.device or cfg.evaluation.device, Status.CRASH,
                             reason=f"the evaluator failed: {type(e).__name__}: {str(e)[:400]}", level=level)

@@ -126,6 +126,11 @@ class EvaluationConfig(Strict):
     (documented in the README; a candidate that needs more is a ``crash``). ``sanitize`` runs the
     interpreter's race and bounds sanitizer during the check (`fitness.check.sanitizer`); turning it
     off is for measuring its cost (``bench/verification_cost.py``), not for campaigns.
+
+    ``isolation`` confines every evaluation worker by the operating system (Landlock and seccomp, see
+    `fitness.sandbox.isolation`); turn it off only to diagnose a worker that cannot start. Where the
+    kernel lacks a part, verdicts and the summary record what the worker had (``sandbox``);
+    ``require_isolation`` makes that a startup error instead of a warning.
     """
 
     device: Literal["auto", "cpu", "cuda"] = "auto"
@@ -148,6 +153,8 @@ class EvaluationConfig(Strict):
     profile_full_iterations: int = Field(default=16384, ge=1)
     profile_memory_mb: int = Field(default=4096, ge=256)
     sanitize: bool = True
+    isolation: bool = True
+    require_isolation: bool = False
 
     @model_validator(mode="before")
     @classmethod

@@ -51,6 +51,7 @@ class Evaluation:
     latency_detail: dict[str, Any] = field(default_factory=dict)  # figures behind the latency (JSON-able)
     roofline_fraction: float | None = None  # speed-of-light time / latency, at most 1
     latency_gpu: str = ""  # the GPU measured on, or the profile modelled
+    sandbox: str = ""  # the worker's OS isolation ("landlock+seccomp", a part of it, or "process")
 
     @property
     def ok(self) -> bool:

@@ -70,8 +70,9 @@ class ModelLatency:
         self.size = dict(task.bench_sizes[0])
         self._own = [w is None for w in (interp_worker, compile_worker)]
         self.interp = interp_worker or Worker(device="cpu", memory_mb=settings.memory_mb,
-                                              bench_memory_mb=settings.profile_memory_mb)
-        self.compiler = compile_worker or Worker(compile_only=True, memory_mb=settings.memory_mb)
+                                              bench_memory_mb=settings.profile_memory_mb, isolation=settings.isolation)
+        self.compiler = compile_worker or Worker(compile_only=True, memory_mb=settings.memory_mb,
+                                                 isolation=settings.isolation)
         self.compiler.start()
         self.interp.start()
         self.bench_check = bench_check or self._bench_check

@@ -4,11 +4,19 @@ The worker gets a scrubbed environment (an allowlist: no API keys or cloud crede
 process group, a temporary HOME, an address-space limit on the CPU, and a channel on dedicated
 pipes; its stdout and stderr go to a log file whose tail explains a crash. A request that
 outlives its timeout kills the whole process group; the next request starts a fresh worker.
+
+Every request carries a fresh random nonce that its reply must echo, a reply must have the reply's
+shape, and each reply is followed by a ping round trip whose answer must come next: a frame the
+candidate wrote to the channel itself (malformed, out of turn, or a copy of a reply) ends the worker
+and is a ``crash``, never an answer.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,13 +29,44 @@ from fitness.sandbox import protocol
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _ENV_ALLOWED = {
     "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
-    "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "TRITON_CACHE_DIR", "TRITON_PTXAS_PATH",
-    "TRITON_CUOBJDUMP_PATH", "TRITON_HOME", "PYTHONHASHSEED", "VIRTUAL_ENV",
+    "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH",
+    "PYTHONHASHSEED", "VIRTUAL_ENV",
 }
+_cache_dir = ""
+
+
+def triton_cache_dir() -> str:
+    """The Triton cache of this driver process's workers: one temporary folder, shared by its workers (so a
+    kernel compiled once is not compiled again by the next worker) and removed at exit. Never the user's
+    cache (``~/.triton``, ``TRITON_CACHE_DIR``): workers may write it, and a candidate that escaped the lint
+    must not be able to plant compiled kernels for later campaigns."""
+    global _cache_dir
+    if not _cache_dir or not os.path.isdir(_cache_dir):
+        _cache_dir = tempfile.mkdtemp(prefix="evo-triton-cache-")
+        atexit.register(shutil.rmtree, _cache_dir, True)
+    return _cache_dir
 
 
 class WorkerTimeout(Exception):
     """The worker did not answer in time and was killed."""
+
+
+_KINDS = {"lint_error", "compile_error", "crash", "unsafe", "timeout", "wrong_output", "need_setup", "model_error",
+          "unavailable"}
+
+
+def _validate(reply: dict[str, Any], nonce: str) -> str:
+    """'' when `reply` is a well-formed answer to the request with `nonce`, else what is wrong."""
+    if reply.get("seq") != nonce:
+        return "a reply out of turn (its nonce is not the request's)"
+    if not isinstance(reply.get("ok"), bool):
+        return "a reply without an ok flag"
+    if not reply["ok"]:
+        if reply.get("kind") not in _KINDS or not isinstance(reply.get("message", ""), str):
+            return "a failure reply of unknown kind"
+    if not isinstance(reply.get("fatal", False), bool):
+        return "a malformed fatal flag"
+    return ""
 
 
 class WorkerDied(Exception):
@@ -44,7 +83,7 @@ def scrubbed_env(device: str, *, compile_only: bool = False) -> dict[str, str]:
     A compile worker runs Triton's real compiler (no interpreter) and sees no GPU.
     """
     env = {k: v for k, v in os.environ.items() if k in _ENV_ALLOWED}
-    env.setdefault("TRITON_CACHE_DIR", str(Path.home() / ".triton" / "cache"))
+    env["TRITON_CACHE_DIR"] = triton_cache_dir()
     env["PYTHONPATH"] = str(PROJECT_ROOT)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["OMP_NUM_THREADS"] = "1"
@@ -59,7 +98,8 @@ class Worker:
     """One worker subprocess; start() is cheap, readiness is awaited by the first request."""
 
     def __init__(self, *, device: str = "cpu", memory_mb: int, bench_memory_mb: int = 0, startup_timeout: float = 180.0,
-                 compile_only: bool = False) -> None:
+                 compile_only: bool = False, isolation: bool) -> None:
+        """`isolation`: confine the worker by the OS (`fitness.sandbox.isolation`; `evaluation.isolation`)."""
         self.device = "cpu" if compile_only else device
         self.compile_only = compile_only
         self.memory_mb = memory_mb
@@ -68,9 +108,14 @@ class Worker:
         self.proc: subprocess.Popen[bytes] | None = None
         self.ready = False
         self.starts = 0
-        self._home = tempfile.mkdtemp(prefix="evo-home-")
-        self._log_path = Path(self._home) / "worker.log"
+        self.isolation = isolation
+        self.sandbox = ""  # the mechanism the worker reported (`isolation.FULL`, a part of it, or "process")
+        self.sandbox_problems: list[str] = []
+        self._home = tempfile.mkdtemp(prefix="evo-home-")  # the worker's scratch: HOME, cwd, the only place it writes
+        self._logs = tempfile.mkdtemp(prefix="evo-log-")  # the driver's: the worker cannot swap its log for a link
+        self._log_path = Path(self._logs) / "worker.log"
         self._fds: tuple[int, int] = (-1, -1)
+        self._nonce = ""
 
     @property
     def pid(self) -> int | None:
@@ -79,6 +124,8 @@ class Worker:
     def start(self) -> None:
         if self.proc is not None:
             return
+        os.makedirs(self._home, mode=0o700, exist_ok=True)
+        os.makedirs(self._logs, mode=0o700, exist_ok=True)
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         env = scrubbed_env(self.device, compile_only=self.compile_only)
@@ -88,7 +135,7 @@ class Worker:
             sys.executable, "-m", "fitness.worker", "--fd-in", str(to_child_r), "--fd-out",
             str(from_child_w), "--device", self.device, "--memory-mb", str(self.memory_mb),
             "--bench-memory-mb", str(max(self.bench_memory_mb, self.memory_mb)),
-            *(["--compile-only"] if self.compile_only else []),
+            "--isolation", "on" if self.isolation else "off", *(["--compile-only"] if self.compile_only else []),
         ]
         with open(self._log_path, "wb") as log:
             self.proc = subprocess.Popen(
@@ -111,9 +158,14 @@ class Worker:
             reason = self.log_tail()
             self.kill()
             raise WorkerDied(f"worker failed to start: {reason}") from None
+        except protocol.ProtocolError as e:
+            self.kill()
+            raise WorkerDied(f"worker broke the protocol at start: {e}") from None
         if hello.get("op") != "ready":
             self.kill()
             raise WorkerDied("worker sent a bad greeting")
+        self.sandbox = str(hello.get("sandbox") or "process")
+        self.sandbox_problems = [str(p) for p in hello.get("sandbox_problems") or []]
         self.ready = True
 
     def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -126,26 +178,41 @@ class Worker:
         self.start()
         if not self.ready:
             self._await_ready()
+        self._nonce = secrets.token_hex(16)
         try:
-            protocol.send(self._fds[0], message)
+            protocol.send(self._fds[0], {**message, "seq": self._nonce})
         except (BrokenPipeError, OSError):
             reason = self._death_reason()
             self.kill()
             raise WorkerDied(reason) from None
 
     def collect(self, timeout: float) -> dict[str, Any]:
-        """The answer to the request sent last."""
+        """The answer to the request sent last, confirmed by a ping round trip (unless it was fatal)."""
+        reply = self._receive(timeout)
+        if reply.get("fatal"):
+            self.kill()
+            return reply
+        self.submit({"op": "ping"})
+        self._receive(min(timeout, 60.0))
+        return reply
+
+    def _receive(self, timeout: float) -> dict[str, Any]:
         try:
             reply = protocol.receive(self._fds[1], timeout)
         except protocol.ChannelTimeout:
             self.kill()
             raise WorkerTimeout(f"no answer within {timeout:.1f} s") from None
+        except protocol.ProtocolError as e:
+            self.kill()
+            raise WorkerDied(f"the worker broke the protocol (a frame not written by the worker?): {e}") from None
         except (protocol.ChannelClosed, OSError):
             reason = self._death_reason()
             self.kill()
             raise WorkerDied(reason) from None
-        if reply.get("fatal"):
+        problem = _validate(reply, self._nonce)
+        if problem:
             self.kill()
+            raise WorkerDied(f"the worker broke the protocol (a frame not written by the worker?): {problem}")
         return reply
 
     def _death_reason(self) -> str:
@@ -164,9 +231,17 @@ class Worker:
 
     def log_tail(self, n: int = 600) -> str:
         try:
-            data = self._log_path.read_bytes()[-n:]
+            fd = os.open(self._log_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return ""
+        try:
+            size = os.fstat(fd).st_size
+            os.lseek(fd, max(0, size - n), os.SEEK_SET)
+            data = os.read(fd, n)
+        except OSError:
+            return ""
+        finally:
+            os.close(fd)
         return data.decode(errors="replace").strip().replace("\n", " | ")
 
     def kill(self) -> None:
@@ -202,6 +277,8 @@ class Worker:
             except Exception:
                 pass
         self.kill()
+        for path in (self._home, self._logs):  # rmtree does not follow links the worker may have left
+            shutil.rmtree(path, ignore_errors=True)
 
     def __del__(self) -> None:
         try:

@@ -1,6 +1,8 @@
 """Length-prefixed msgpack frames over a pair of pipes (driver <-> worker).
 
-The candidate's stdout and stderr are not this channel: nothing it prints can pose as a reply.
+The candidate's stdout and stderr are not this channel: nothing it prints can pose as a reply. A
+frame that is not a msgpack map, or announces more than `MAX_FRAME` bytes, is a `ProtocolError`: the
+driver treats it as a worker that broke the protocol (a ``crash``), never as an answer.
 """
 
 from __future__ import annotations
@@ -14,6 +16,11 @@ from typing import Any
 import msgpack
 
 _HEADER = struct.Struct("<Q")
+MAX_FRAME = 1 << 34  # 16 GiB: more than any bench-size buffers the worker may hold
+
+
+class ProtocolError(ValueError):
+    """A malformed frame: not msgpack, not a map, or an impossible length."""
 
 
 class ChannelClosed(EOFError):
@@ -54,7 +61,12 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
 def receive(fd: int, timeout: float | None = None) -> dict[str, Any]:
     deadline = None if timeout is None else time.monotonic() + timeout
     (length,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
-    message = msgpack.unpackb(_read_exact(fd, length, deadline), raw=False)
+    if length > MAX_FRAME:
+        raise ProtocolError(f"a frame announced {length} bytes")
+    try:
+        message = msgpack.unpackb(_read_exact(fd, length, deadline), raw=False)
+    except (ValueError, TypeError, msgpack.UnpackException) as e:
+        raise ProtocolError(f"a frame is not valid msgpack ({type(e).__name__})") from None
     if not isinstance(message, dict):
-        raise ChannelClosed()
+        raise ProtocolError(f"a frame is a {type(message).__name__}, not a map")
     return message

@@ -6,6 +6,7 @@ Runs inside the evaluation worker only (`fitness.worker`); the driver never impo
 
 from __future__ import annotations
 
+import errno
 import gc
 import importlib.util
 import os
@@ -70,6 +71,11 @@ class Runner:
             return {"ok": False, "kind": "crash", "message": f"memory limit exceeded: {text}", "fatal": True}
         if "illegal memory access" in str(e) or "misaligned address" in str(e) or "CUDA error" in str(e):
             return {"ok": False, "kind": "crash", "message": text, "fatal": True}
+        blocked = [c for c in causes if isinstance(c, OSError) and c.errno in (errno.EACCES, errno.EPERM, errno.EBADF)]
+        if blocked:
+            return {"ok": False, "kind": "lint_error",
+                    "message": f"blocked by the worker's isolation (the candidate reached outside the contract): "
+                               f"{describe_exception(blocked[0], self.filename)}"}
         if isinstance(e, (SystemExit, KeyboardInterrupt)):
             return {"ok": False, "kind": "crash", "message": f"candidate tried to exit: {text}", "fatal": True}
         return {"ok": False, "kind": "compile_error", "message": text}
