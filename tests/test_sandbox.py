@@ -27,44 +27,17 @@ from fitness.sandbox.process import triton_cache_dir
 
 from .conftest import ROOT
 
-UNLISTED = """
-import os
-import socket
-import sys
-
-import msgpack
-"""
-KERNEL = '''{unlisted}
-import typing
-
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _softmax(x_ptr, y_ptr, n_cols, sx, sy, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    offs = tl.arange(0, BLOCK)
-    mask = offs < n_cols
-    x = tl.load(x_ptr + row * sx + offs, mask=mask, other=-float("inf"))
-    x = x - tl.max(x, axis=0)
-    e = tl.exp(x)
-    tl.store(y_ptr + row * sy + offs, e / tl.sum(e, axis=0), mask=mask)
-
-
-def launch(x, y):
-    rows, cols = x.shape
-{attack}
-    _softmax[(rows,)](x, y, cols, x.stride(0), y.stride(0), BLOCK=triton.next_power_of_2(cols))
-'''
+UNLISTED = "import os\nimport socket\nimport sys\n\nimport msgpack\n"
+HONEST = (ROOT / "tests" / "candidates" / "softmax" / "one_pass.py").read_text()
 
 
 def attack(code: str, *, unlisted: bool = True) -> Candidate:
     """The honest one-pass softmax with `code` at the start of launch; `unlisted`: import modules that only
     the tests below the lint may use (os, socket, sys, msgpack)."""
-    body = "\n".join("    " + line for line in code.strip().splitlines())
-    return Candidate.from_source(KERNEL.replace("{attack}", body).replace("{unlisted}", UNLISTED if unlisted else ""))
+    body = "".join("    " + line + "\n" for line in code.strip().splitlines())
+    imports = (UNLISTED if unlisted else "") + "import typing\n\nimport torch\n"
+    source = HONEST.replace("import triton\n", imports + "import triton\n", 1)
+    return Candidate.from_source(source.replace("    rows, cols = x.shape\n", "    rows, cols = x.shape\n" + body, 1))
 
 
 @pytest.fixture(scope="module")
@@ -232,6 +205,7 @@ def test_every_attack_here_is_a_lint_error_with_the_lint_on(linted):
                  "exec('pass')"):
         assert linted.evaluate(attack(code)).status is Status.LINT_ERROR
     assert not lint(attack("pass").source).ok  # the template's own imports (os, socket, msgpack) are refused
+    assert lint(attack("pass", unlisted=False).source).ok  # and nothing else in it is
 
 
 def test_required_isolation_that_is_missing_is_a_startup_error(softmax_task):
