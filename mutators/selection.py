@@ -21,7 +21,11 @@ A pull that proposes nothing has reward 0. Policies:
   largest pull reward seen so far (so values lie in [0, 1]), N all pulls, n this mutator's pulls;
   every mutator is pulled once first, in the given order;
 - thompson: Beta-Bernoulli sampling with fractional updates: a pull adds r / r_max to the
-  mutator's alpha and 1 - r / r_max to its beta (priors `prior_alpha`, `prior_beta`).
+  mutator's alpha and 1 - r / r_max to its beta (priors `prior_alpha`, `prior_beta`); every
+  mutator is pulled once first, as with ucb1.
+
+A pull counts from the moment it is chosen: an island chooses a whole generation's pulls before it
+records their outcomes, and a mutator chosen but not yet recorded is not "never pulled".
 
 `OperatorStats` keeps the per-mutator figures for reports (proposals, valid, correct,
 improvements, cost); `elite_share` computes each mutator's share of the elite from lineage.
@@ -119,13 +123,26 @@ class Selector(ABC):
         self.seconds_per_usd = cfg.seconds_per_usd
         self.table = {n: OperatorStats() for n in names}
         self.r_max = 0.0
+        self.pending: Counter[str] = Counter()  # chosen, outcome not yet recorded (a generation's batch)
 
     def choose(self, rng: random.Random, available: Sequence[str] | None = None) -> str:
-        """The next mutator among `available` (default all; pass the ones not exhausted)."""
+        """The next mutator among `available` (default all; pass the ones not exhausted). Pulls chosen but
+        not yet recorded count as pulls, so a generation that chooses several times before it records
+        spreads its first choices over the mutators never pulled."""
         pool = [n for n in (self.names if available is None else available) if n in self.table]
         if not pool:
             raise ValueError(f"no mutator available to choose from (known: {', '.join(self.names)})")
-        return self._choose(rng, pool)
+        name = self._choose(rng, pool)
+        self.pending[name] += 1
+        return name
+
+    def pulls(self, name: str) -> int:
+        """Recorded and pending pulls of `name`."""
+        return self.table[name].pulls + self.pending[name]
+
+    def never_pulled(self, pool: Sequence[str]) -> str | None:
+        """The first mutator of `pool` with no pull at all, recorded or pending."""
+        return next((n for n in pool if self.pulls(n) == 0), None)
 
     @abstractmethod
     def _choose(self, rng: random.Random, pool: list[str]) -> str: ...
@@ -133,6 +150,8 @@ class Selector(ABC):
     def record(self, name: str, outcomes: Sequence[Outcome]) -> float:
         """Account one pull of `name`; returns its reward."""
         s = self.table[name]
+        if self.pending[name] > 0:
+            self.pending[name] -= 1
         reward = pull_reward(outcomes, self.seconds_per_usd)
         self.r_max = max(self.r_max, reward)
         s.pulls += 1
@@ -178,15 +197,16 @@ class UCB1(Selector):
         self.exploration = cfg.exploration
 
     def _choose(self, rng: random.Random, pool: list[str]) -> str:
-        for n in pool:
-            if self.table[n].pulls == 0:
-                return n
-        total = sum(self.table[n].pulls for n in pool)
+        fresh = self.never_pulled(pool)
+        if fresh is not None:
+            return fresh
+        total = sum(self.pulls(n) for n in pool)
         scale = self.r_max if self.r_max > 0 else 1.0
 
         def score(n: str) -> float:
             s = self.table[n]
-            return s.reward_sum / s.pulls / scale + self.exploration * math.sqrt(math.log(total) / s.pulls)
+            mean = s.reward_sum / s.pulls / scale if s.pulls else 0.0  # only pending pulls: no reward seen yet
+            return mean + self.exploration * math.sqrt(math.log(total) / self.pulls(n))
 
         return max(pool, key=score)
 
@@ -197,6 +217,9 @@ class Thompson(Selector):
         self.prior = (cfg.prior_alpha, cfg.prior_beta)
 
     def _choose(self, rng: random.Random, pool: list[str]) -> str:
+        fresh = self.never_pulled(pool)
+        if fresh is not None:
+            return fresh
         draws = [rng.betavariate(self.prior[0] + self.table[n].alpha, self.prior[1] + self.table[n].beta)
                  for n in pool]
         return pool[max(range(len(pool)), key=draws.__getitem__)]

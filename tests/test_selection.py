@@ -79,6 +79,20 @@ def test_thompson_sampling_learns_which_mutator_pays():
     assert late["good"] > 3 * late["bad"]
 
 
+@pytest.mark.parametrize("policy", [UCB1, Thompson])
+def test_a_generation_chosen_before_it_is_recorded_pulls_every_mutator_first(policy):
+    # an island chooses all of a generation's pulls, then records them: the mutators never pulled go first
+    # (one run gave Optuna no pull at all because UCB1 kept choosing the first unrecorded mutator)
+    sel = policy(["llm", "stoke", "optuna"], SelectionConfig())
+    rng = random.Random(3)
+    batch = [sel.choose(rng) for _ in range(4)]
+    assert batch[:3] == ["llm", "stoke", "optuna"], batch
+    for name in batch:
+        sel.record(name, [out(2.0, 2.0)])
+    assert not +sel.pending and sum(sel.table[n].pulls for n in sel.names) == 4
+    assert sel.choose(rng, available=["optuna"]) == "optuna"
+
+
 def test_stats_report_and_checkpoint():
     sel = UCB1(["stoke", "llm"], SelectionConfig())
     sel.record("stoke", [out(2.0, 1.0), out(2.0, 3.0, correct=False)])
