@@ -37,6 +37,17 @@ def test_a_trace_rises_only_on_full_correct_faster_kernels_and_credits_their_mut
     assert t.best_at([0, 1, 2, 4, 5, 6, 7, 100], by="evaluations") == [1, 1, 2, 2, 4, 4, 8, 8]
 
 
+def test_a_kernel_that_failed_verification_never_counts_and_ties_go_to_the_earliest(tmp_path):
+    t = run(tmp_path, "r", [
+        Ev("seed", 8.0, 1), Ev("stoke", 4.0, 2),
+        Ev("llm", 1.0, 3),                                                       # 8x in the full check...
+        Ev("llm", 1.0, 4, level="verified", status=Status.WRONG_OUTPUT, same_as=2),  # ...wrong at bench size
+        Ev("optuna", 2.0, 5), Ev("stoke", 2.0, 6),                               # a tie: the earlier one
+    ], kinds=("stoke", "llm", "optuna"))
+    assert [(s.record.index, s.speedup) for s in t.steps] == [(2, 2.0), (5, 4.0)]
+    assert t.steps[-1].record.proposal.mutator == "optuna"
+
+
 def test_the_campaign_clock_leaves_out_the_pause_before_a_resume(tmp_path):
     # the first session runs from 0 s to 10 s; the run resumes at 3600 s
     t = run(tmp_path, "r", [Ev("seed", 4.0, 1), Ev("stoke", 2.0, 10), Ev("stoke", 1.0, 3605)],

@@ -5,7 +5,10 @@ the same source, measured or modelled). The best so far starts at 1 when the see
 rises at each *step*: a full evaluation faster than every earlier one. A step's gain is
 ln(new / previous); a mutator's share of the improvements is its steps' gain over all steps' gain
 (the initial population's draws from the seed's SPACE count as `initial`). Quick evaluations (inside
-a mutator, on fewer sizes) never count: they are not proof of correctness.
+a mutator, on fewer sizes) never count: they are not proof of correctness, and neither does a kernel
+that failed verification (level ``verified``, a full run at every bench size) anywhere in the run.
+Ties go to the earliest evaluation, as in `evo.contracts.records.best_of`, so the report, the summary
+and ``best_kernel.py`` name one kernel.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evo.app.run_data import Record, RunData
+from evo.contracts.verdict import VERIFIED
 
 INITIAL = "initial"  # the generation-0 draws from the seed's SPACE (origin mutator "seed")
 
@@ -118,9 +122,11 @@ def trace_of(run: RunData) -> Trace:
     if seed is None or ev is None or not ev.ok or ev.latency_ms is None:
         return Trace(run, None, "", None, ())
     source = ev.latency_source.value if ev.latency_source else ""
+    # a kernel that failed verification left its island for good: it was never the run's best
+    rejected = {r.candidate.id for r in run.records if r.evaluation.level == VERIFIED and not r.evaluation.ok}
     best, steps = 1.0, []
     for r in run.records:
-        if r.index <= seed.index:
+        if r.index <= seed.index or r.candidate.id in rejected:
             continue
         s = speedup_of(r, ev.latency_ms, source)
         if s is not None and s > best * (1 + 1e-9):

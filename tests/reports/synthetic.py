@@ -34,6 +34,7 @@ class Ev:
     parent: int | None = None  # index in the list; default: the best correct one so far
     generation: int = 1
     note: str = ""
+    same_as: int | None = None  # another evaluation of the candidate at this index (e.g. its verification)
 
 
 @dataclass
@@ -67,7 +68,7 @@ def make_run(root: Path, name: str, evs: list[Ev], *, kinds: tuple[str, ...] = (
     built = Built(path)
     best: int | None = None
     for i, e in enumerate(evs):
-        c = candidate(i)
+        c = candidate(i if e.same_as is None else e.same_as)
         built.candidates.append(c)
         parent = e.parent if e.parent is not None else best
         ev = Evaluation(c.id, "softmax-synthetic", "cpu", e.status, reason=e.reason, level=e.level,
