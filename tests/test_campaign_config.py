@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import yaml
 
 from evo.app.campaign_setup import CampaignHooks, prepare
 from evo.app.progress import IslandRow, LiveTable, PlainLog, Totals
+from evo.app.run_store import RunStoreError
 from evo.contracts.config_file import ConfigError, load_config
 from evo.contracts.mutator_config import MUTATOR_KINDS
 from evo.contracts.task_loader import build_task
@@ -87,6 +89,30 @@ def test_resume_accepts_a_new_budget_but_not_other_changes(tmp_path):
     assert p.cfg.budget is not None and p.cfg.budget.generations == 9 and p.resumed and "budget changed" in p.notes[0]
     again = load_config(run / "config.yaml").budget
     assert again is not None and again.generations == 9
+
+
+def test_resume_refuses_an_edited_run_config_and_a_finished_run_unless_its_budget_grows(tmp_path):
+    hooks = CampaignHooks(mutator_factory=fake_mutator_factory)
+    base = {"task": {"name": "softmax"}, "mutators": [{"kind": "optuna"}], "budget": {"generations": 2},
+            "output_dir": str(tmp_path / "runs")}
+    run = prepare(str(write(tmp_path, yaml.safe_dump(base))), hooks=hooks).store.path
+    original = (run / "config.yaml").read_text()
+    edited = yaml.safe_load(original)
+    edited["islands"]["count"] += 1  # behind the run's back: its checkpoints hold fewer islands
+    (run / "config.yaml").write_text(yaml.safe_dump(edited))
+    with pytest.raises(RunStoreError, match="edited after the run started: islands differ"):
+        prepare(None, resume=str(run), hooks=hooks)
+    (run / "config.yaml").write_text(original)
+    finished = {"status": "finished", "stop_reason": "generation budget reached (2)"}
+    (run / "summary.json").write_text(json.dumps(finished))
+    with pytest.raises(ConfigError, match=r"is finished \(generation budget reached \(2\)\); resuming it would"):
+        prepare(None, resume=str(run), hooks=hooks)
+    assert (run / "config.yaml").read_text() == original  # a refused resume changes nothing
+    edited = yaml.safe_load(original)
+    edited["budget"]["generations"] = 4  # the budget may be raised in the run's own config too
+    (run / "config.yaml").write_text(yaml.safe_dump(edited))
+    p = prepare(None, resume=str(run), hooks=hooks)
+    assert p.cfg.budget is not None and p.cfg.budget.generations == 4 and "budget changed" in p.notes[0]
 
 
 def rows_and_totals():

@@ -249,6 +249,12 @@ class AblationRunner:
 
         try:
             existing = self._existing(spec, run_dir)
+            done = RunStore(Path(existing)).summary() if existing else None
+            if done is not None and done.get("status") == RunStatus.FINISHED.value:
+                # finished before the ablation could record it (killed in between): nothing to resume
+                self.events.put(("dir", spec.key, Path(existing)))
+                self.events.put(("end", spec.key, (RunStatus.FINISHED.value, "")))
+                return
             if existing:
                 prepared = prepare(None, resume=existing, hooks=self.hooks)
             else:

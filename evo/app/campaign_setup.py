@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evo.app.run_store import RunStore
+from evo.app.run_store import RESUMABLE_CHANGES, RunStore
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import BUDGET_KEYS, BudgetConfig, Config
 from evo.contracts.config_file import ConfigError, load_config
@@ -22,8 +22,6 @@ from islands.evaluator_actor import EvaluatorFactory, default_evaluator_factory
 from mutators.factory import build_mutator
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-# keys that may change when a run is resumed: the budget (to extend a finished run)
-RESUMABLE_CHANGES = ("budget",)
 
 
 class CampaignError(RuntimeError):
@@ -101,8 +99,16 @@ def _reopen(config_path: str | None, resume: str, hooks: CampaignHooks | None) -
                               f"only {', '.join(RESUMABLE_CHANGES)} may change on --resume")
         if old["budget"] != new["budget"]:
             cfg = cfg.model_copy(update={"budget": given.budget})
-            store.write_config(cfg)
-            notes.append(f"budget changed to {new['budget']}")
+    budget = _dump(cfg)["budget"]
+    budget_changed = store.recorded_config().get("budget", budget) != budget
+    if budget_changed:
+        store.write_config(cfg)
+        notes.append(f"budget changed to {budget}")
+    summary = store.summary() or {}
+    if summary.get("status") == "finished" and not budget_changed:
+        raise ConfigError(f"{store.path} is finished ({summary.get('stop_reason') or 'its budget was reached'}); "
+                          "resuming it would change nothing. To extend it, raise its budget: evo run CONFIG "
+                          f"--resume {store.path}, with a config that differs from the run's only in `budget`")
     task, seed = task_and_seed(cfg, config_dir)
     check_mutators(cfg, (hooks or CampaignHooks()).mutator_factory, store.path)
     return Prepared(cfg, store, task, seed, config_dir, True, notes)

@@ -43,6 +43,10 @@ class Checkpoint:
     path: Path
 
 
+# keys of a run's config that may change when it is resumed: the budget (to extend a finished run)
+RESUMABLE_CHANGES = ("budget",)
+
+
 class RunStore:
     """One campaign's run directory."""
 
@@ -64,9 +68,8 @@ class RunStore:
         path.mkdir()
         store = cls(path)
         store.checkpoints.mkdir()
+        store._update_info(config_dir=str(config_dir), created=_dt.datetime.now().isoformat(timespec="seconds"))
         store.write_config(config)
-        info = {"config_dir": str(config_dir), "created": _dt.datetime.now().isoformat(timespec="seconds")}
-        (path / "run.json").write_text(json.dumps(info, indent=2) + "\n")
         return store
 
     @classmethod
@@ -79,18 +82,45 @@ class RunStore:
         store.checkpoints.mkdir(exist_ok=True)
         return store
 
+    def _update_info(self, **values: Any) -> None:
+        path = self.path / "run.json"
+        info = json.loads(path.read_text()) if path.is_file() else {}
+        info.update(values)
+        write_atomic(path, (json.dumps(info, indent=2) + "\n").encode())
+
     def write_config(self, config: Config) -> None:
-        """The resolved config, as the run uses it (the only writer of config.yaml)."""
+        """The resolved config, as the run uses it (the only writer of config.yaml); run.json keeps a copy,
+        so that an edit of config.yaml behind the run's back is found on resume."""
         data = config.model_dump(mode="json")
         write_atomic(self.path / "config.yaml", yaml.safe_dump(data, sort_keys=False).encode())
+        self._update_info(config=data)
+
+    def recorded_config(self) -> dict[str, Any]:
+        """The config as the run last wrote it (run.json's copy; {} for runs made before it kept one)."""
+        recorded = json.loads((self.path / "run.json").read_text()).get("config")
+        return recorded if isinstance(recorded, dict) else {}
 
     def config(self) -> Config:
-        """The run's config.yaml, validated by the schema (the only reader of config.yaml)."""
+        """The run's config.yaml, validated by the schema (the only reader of config.yaml). A file edited
+        since the run wrote it (other than its budget, which `--resume` may change) is an error naming the
+        keys: islands, mutators or the task changed under a run would resume it with state that no longer
+        fits."""
         path = self.path / "config.yaml"
         try:
-            return parse_config(yaml.safe_load(path.read_text()), source=str(path))
+            cfg = parse_config(yaml.safe_load(path.read_text()), source=str(path))
         except (OSError, yaml.YAMLError, ConfigError) as e:
             raise RunStoreError(f"{path} cannot be used: {e}") from None
+        recorded = self.recorded_config()
+        if recorded:  # runs made before run.json kept a copy are taken as they are
+            now = cfg.model_dump(mode="json")
+            differ = sorted(k for k in set(now) | set(recorded)
+                            if now.get(k) != recorded.get(k) and k not in RESUMABLE_CHANGES)
+            if differ:
+                raise RunStoreError(
+                    f"{path} was edited after the run started: {', '.join(differ)} differ from the config the run "
+                    f"used (kept in run.json); only {', '.join(RESUMABLE_CHANGES)} may change on --resume "
+                    "(restore the file, or start a new run)")
+        return cfg
 
     def config_dir(self) -> Path:
         return Path(json.loads((self.path / "run.json").read_text())["config_dir"])
