@@ -107,8 +107,10 @@ def test_a_wild_store_is_caught_before_it_can_crash_the_worker(softmax_task):
         assert ev.evaluate(candidate("softmax/one_pass")).ok
 
 
-def test_a_worker_killed_by_a_signal_is_a_crash_and_is_replaced(softmax_task):
-    with Evaluator(softmax_task, EvaluationConfig(timeout_s=30.0), device="cpu") as ev:
+def test_a_worker_killed_from_outside_is_not_the_candidates_crash(softmax_task):
+    # an operator's kill, the OOM killer: the check runs again on a fresh worker, and the verdict is what the
+    # candidate does there (here: it hangs, so a timeout), with the death named in the reason
+    with Evaluator(softmax_task, EvaluationConfig(timeout_s=10.0), device="cpu") as ev:
         assert ev.evaluate(candidate("softmax/one_pass")).ok
         pid = ev.worker.pid
         assert pid is not None
@@ -116,8 +118,9 @@ def test_a_worker_killed_by_a_signal_is_a_crash_and_is_replaced(softmax_task):
             pending = pool.submit(ev.evaluate, candidate("softmax/hang"))
             time.sleep(2.0)
             os.kill(pid, signal.SIGSEGV)
-            result = pending.result(timeout=60)
-        assert result.status is Status.CRASH and "SIGSEGV" in result.reason
+            result = pending.result(timeout=90)
+        assert result.status is Status.TIMEOUT, result.reason
+        assert "not reproduced on a fresh worker" in result.reason and "SIGSEGV" in result.reason
         assert ev.worker.pid != pid
         assert ev.evaluate(candidate("softmax/online_two_kernels")).ok
 

@@ -138,6 +138,12 @@ def test_a_shared_triton_cache_is_not_writable(softmax_task, tmp_path, monkeypat
     assert list(shared.iterdir()) == []
 
 
+def test_a_candidate_that_kills_its_worker_is_a_crash_that_reproduced(unlinted):
+    result = unlinted.evaluate(attack("os.kill(os.getpid(), 11)"))
+    assert result.status is Status.CRASH and "SIGSEGV" in result.reason, result.reason
+    assert "reproduced on a fresh worker" in result.reason
+
+
 def test_garbage_on_the_protocol_descriptor_is_a_crash(unlinted):
     write_all = ("for fd in os.listdir('/proc/self/fd'):\n"
                  "    try:\n        os.write(int(fd), b'\\x05\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\xc1garbage')\n"

@@ -124,12 +124,47 @@ def check_equivalence(
     stop_on_failure: bool = True,
     bench: bool = False,
     sanitize: bool,
+    retries: int = 1,
 ) -> Evaluation:
     """Run `candidate` on every case in `worker` and judge the results here: `base` with the
     equivalence verdict and its error figures. A worker that may be damaged (a timeout, a crash, an
     out-of-bounds store) is replaced before this returns. `bench`: the cases are bench sizes (one
     run each: the determinism check belongs to check sizes; the sanitizer checks bounds only).
-    `sanitize`: run the interpreter's race and bounds sanitizer (off only to measure its cost)."""
+    `sanitize`: run the interpreter's race and bounds sanitizer (off only to measure its cost).
+
+    A worker that dies (a signal, an exit, a broken protocol) may have been killed from outside (an
+    operator, the OOM killer, a node going away): the check runs again on a fresh worker, up to
+    `retries` times, and only a death that reproduces is the candidate's ``crash``; a verdict reached
+    after one says so in its reason. Verdicts are cached per candidate, so a death that is not the
+    candidate's must not become its status."""
+    deaths: list[str] = []
+    while True:
+        ev = _check_once(worker, task, candidate, cases, base, timeout=timeout, stop_on_failure=stop_on_failure,
+                         bench=bench, sanitize=sanitize, deaths=deaths)
+        died = ev.status is Status.CRASH and deaths and ev.reason == deaths[-1]
+        if not died:
+            if deaths:
+                ev = ev.with_(reason=f"{ev.reason} (a worker died during an earlier attempt, not reproduced on a "
+                                     f"fresh worker: {deaths[0][:200]})")
+            return ev
+        if len(deaths) > retries:
+            return ev.with_(reason=f"{ev.reason} (reproduced on a fresh worker)")
+
+
+def _check_once(
+    worker: Worker,
+    task: Task,
+    candidate: Candidate,
+    cases: list[Case],
+    base: Evaluation,
+    *,
+    timeout: float,
+    stop_on_failure: bool,
+    bench: bool,
+    sanitize: bool,
+    deaths: list[str],
+) -> Evaluation:
+    """One attempt of `check_equivalence`; a worker death is appended to `deaths` (its reason)."""
     start = time.monotonic()
     judge = _Judge()
     checked = 0
@@ -177,6 +212,7 @@ def check_equivalence(
     except WorkerTimeout as e:
         return result(Status.TIMEOUT, f"candidate did not finish: {e} (worker killed and replaced)", True)
     except WorkerDied as e:
+        deaths.append(e.reason)
         return result(Status.CRASH, e.reason, True)
     if judge.first_failure is not None:
         status, reason = judge.first_failure
