@@ -44,7 +44,8 @@ class LLMMutator(Mutator):
                        "observed_failed": 0}
 
     def exhausted(self) -> bool:
-        return self.client.budget_spent
+        """Spent its budget, or paused after repeated request failures (the island's other mutators go on)."""
+        return self.client.budget_spent or self.client.paused
 
     def _failure_lines(self, ctx: MutationContext) -> list[str]:
         lines = [failure_text(f.candidate, f.evaluation, "", self.cfg) for f in ctx.recent_failures]

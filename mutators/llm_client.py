@@ -14,9 +14,12 @@ logs. Modes:
 
 Rate limits (429), timeouts, connection errors and 5xx are retried `retries` times with
 exponential backoff (``backoff_s * 2**attempt``, or the server's Retry-After when longer); other
-HTTP errors (400, 401, 404) fail at once. Dollars are counted from each response's ``usage`` at
-the configured prices, replayed exchanges included (so a replayed campaign stops where the
-original did); once `budget_usd` is spent, no new request is made.
+HTTP errors (400, 401, 404) fail at once. An endpoint that is down does not cost every proposal its
+retries: after `pause_after_failures` failed requests in a row the client pauses (`paused` is true;
+the mutator counts as exhausted meanwhile) for `pause_s`, doubling up to `max_pause_s`, and a reply
+resets it. Error messages name the endpoint (`base_url` and model). Dollars are counted from each
+response's ``usage`` at the configured prices, replayed exchanges included (so a replayed campaign
+stops where the original did); once `budget_usd` is spent, no new request is made.
 """
 
 from __future__ import annotations
@@ -98,6 +101,40 @@ class LLMClient:
         self.spent_usd = 0.0
         self.prompt_tokens = self.completion_tokens = 0
         self.requests = self.retried = self.failed = 0
+        self.pause_after, self.pause_s, self.max_pause_s = cfg.pause_after_failures, cfg.pause_s, cfg.max_pause_s
+        self.consecutive_failures = 0
+        self.pauses = 0  # pauses since the last reply (each one twice as long as the one before)
+        self.paused_total = 0  # every pause of the run
+        self.paused_until = 0.0  # time.monotonic() until which no request is sent
+        self._clock: Callable[[], float] = time.monotonic
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.base_url or 'https://api.openai.com/v1'} (model {self.model})"
+
+    @property
+    def paused(self) -> bool:
+        return self._clock() < self.paused_until
+
+    def _failed_request(self) -> str:
+        """Count a request that got no reply; returns a note when it starts a pause ('' otherwise)."""
+        with self._lock:
+            self.failed += 1
+            self.consecutive_failures += 1
+            if self.consecutive_failures < self.pause_after or self.paused:
+                return ""
+            wait = min(self.pause_s * 2**self.pauses, self.max_pause_s)
+            self.pauses += 1
+            self.paused_total += 1
+            self.consecutive_failures = 0
+            self.paused_until = self._clock() + wait
+            return (f"; {self.pause_after} requests in a row failed: LLM requests to {self.endpoint} pause for "
+                    f"{wait:.0f} s")
+
+    def _replied(self) -> None:
+        with self._lock:
+            self.consecutive_failures = 0
+            self.pauses = 0
 
     @property
     def budget_spent(self) -> bool:
@@ -127,6 +164,9 @@ class LLMClient:
             raise BudgetSpent(f"LLM budget spent: ${self.spent_usd:.4f} of ${self.budget_usd:.4f}")
         if self.mode == "replay":
             return self._replay(digest, occurrence)
+        if self.paused:
+            raise LLMError(f"LLM requests to {self.endpoint} are paused for {self.paused_until - self._clock():.0f} s "
+                           "more after repeated failures")
         started = time.monotonic()
         try:
             response = self._send(self.request_of(messages))
@@ -135,6 +175,7 @@ class LLMClient:
                 self.record.append(Exchange(digest, occurrence, self.request_of(messages), "", 0, 0, 0.0,
                                             time.monotonic() - started, str(e)))
             raise
+        self._replied()
         usage = response.usage
         p_tok = int(getattr(usage, "prompt_tokens", 0) or 0)
         c_tok = int(getattr(usage, "completion_tokens", 0) or 0)
@@ -198,12 +239,11 @@ class LLMClient:
                     self.retried += 1
                 self._sleep(self._delay(e, attempt))
             except openai.APIStatusError as e:
-                with self._lock:
-                    self.failed += 1
-                raise LLMError(f"the endpoint refused the request: HTTP {e.status_code}: {e.message}") from None
-        with self._lock:
-            self.failed += 1
-        raise LLMError(f"no reply after {self.retries + 1} attempts: {last}")
+                note = self._failed_request()
+                raise LLMError(f"{self.endpoint} refused the request: HTTP {e.status_code}: {e.message}"
+                               f"{note}") from None
+        note = self._failed_request()
+        raise LLMError(f"no reply from {self.endpoint} after {self.retries + 1} attempts: {last}{note}")
 
     def _delay(self, error: Exception, attempt: int) -> float:
         delay = self.backoff_s * 2**attempt
@@ -218,4 +258,5 @@ class LLMClient:
     def stats(self) -> dict[str, Any]:
         return {"requests": self.requests, "retried": self.retried, "failed": self.failed,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "spent_usd": round(self.spent_usd, 6), "budget_usd": self.budget_usd, "mode": self.mode}
+                "spent_usd": round(self.spent_usd, 6), "budget_usd": self.budget_usd, "mode": self.mode,
+                "pauses": self.paused_total, "endpoint": self.endpoint}

@@ -146,7 +146,7 @@ def test_a_slow_reply_times_out_and_is_retried_then_reported(task, parent, tmp_p
         m = make(server, tmp_path, timeout_s=0.5, retries=1)
         (p,) = m.propose(parent, ctx(task))
         assert len(server.received) == 2
-    assert p.candidate is None and "no reply after 2 attempts" in p.error and "Timeout" in p.error
+    assert p.candidate is None and "after 2 attempts" in p.error and "Timeout" in p.error
     assert m.stats()["retried"] == 1 and m.stats()["failed"] == 1
 
 
@@ -167,6 +167,24 @@ def test_a_refused_request_is_not_retried(task, parent, tmp_path):
         (p,) = m.propose(parent, ctx(task))
         assert len(server.received) == 1
     assert p.candidate is None and "HTTP 404" in p.error
+
+
+def test_an_endpoint_that_is_down_pauses_the_mutator_then_it_comes_back(task, parent, tmp_path):
+    down = [Reply("unavailable", status=503) for _ in range(3)]
+    with FakeOpenAI([*down, Reply(GOOD_REPLY)]) as server:
+        m = make(server, tmp_path, pause_after_failures=3, pause_s=30.0)
+        now = [1000.0]
+        m.client._clock = lambda: now[0]
+        errors = [m.propose(parent, ctx(task))[0].error for _ in range(3)]
+        assert all(server.base_url in e and "fake-model" in e for e in errors), errors  # names the endpoint
+        assert "pause for 30 s" in errors[2] and "pause" not in errors[0]
+        assert m.exhausted()  # the island leaves it out while paused: no request, no retries
+        assert m.propose(parent, ctx(task)) == [] and len(server.received) == 3
+        now[0] += 31.0
+        assert not m.exhausted()
+        (p,) = m.propose(parent, ctx(task))
+        assert p.candidate is not None and len(server.received) == 4
+    assert m.stats()["failed"] == 3 and m.stats()["pauses"] == 1 and m.stats()["request_errors"] == 3
 
 
 def test_the_budget_stops_llm_proposals_once_spent(task, parent, tmp_path):

@@ -82,9 +82,11 @@ class LLMConfig(Strict):
     exactly) or kernel (the same kernel shown, whatever else the prompt holds; an unrecorded kernel
     gets a reply recorded for another one; for comparing campaigns that share one record). A
     relative `record_path` is relative to the config file. Prices are dollars per million tokens;
-    `budget_usd` stops LLM proposals once spent. The prompt shows at most `max_failures_in_prompt`
-    recent failures and `max_inspirations` other kernels, each reason cut at `reason_chars` and each
-    source at `source_chars`."""
+    `budget_usd` stops LLM proposals once spent. After `pause_after_failures` requests in a row that
+    got no reply, the mutator pauses (the island's other mutators go on) for `pause_s`, doubling with
+    each further pause up to `max_pause_s`; one reply ends the pauses. The prompt shows at most
+    `max_failures_in_prompt` recent failures and `max_inspirations` other kernels, each reason cut at
+    `reason_chars` and each source at `source_chars`."""
 
     kind: Literal["llm"] = "llm"
     name: str | None = None
@@ -97,6 +99,9 @@ class LLMConfig(Strict):
     timeout_s: float = Field(default=120.0, gt=0)
     retries: int = Field(default=3, ge=0)
     backoff_s: float = Field(default=1.0, ge=0)
+    pause_after_failures: int = Field(default=3, ge=1)
+    pause_s: float = Field(default=30.0, ge=0)
+    max_pause_s: float = Field(default=600.0, ge=0)
     max_concurrent: int = Field(default=4, ge=1)
     samples_per_proposal: int = Field(default=1, ge=1)
     max_failures_in_prompt: int = Field(default=4, ge=0)
