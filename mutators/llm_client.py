@@ -102,6 +102,7 @@ class LLMClient:
         self.prompt_tokens = self.completion_tokens = 0
         self.requests = self.retried = self.failed = 0
         self.pause_after, self.pause_s, self.max_pause_s = cfg.pause_after_failures, cfg.pause_s, cfg.max_pause_s
+        self.replay_misses = 0  # replayed requests the record file had no reply for
         self.consecutive_failures = 0
         self.pauses = 0  # pauses since the last reply (each one twice as long as the one before)
         self.paused_total = 0  # every pause of the run
@@ -192,12 +193,14 @@ class LLMClient:
         if self.kernels is not None:
             found = self.kernels.find(self.model, digest, occurrence)
             if found is None:
+                self._missed()
                 raise LLMError(f"llm replay: {self.record.path} holds no reply of model {self.model!r}")
             ex, same_kernel = found
             how = "kernel" if same_kernel else "other kernel"
         else:
             hit = self.record.find(digest, occurrence)
             if hit is None:
+                self._missed()
                 raise LLMError(f"llm replay: no recorded reply for request {digest[:12]} #{occurrence} "
                                f"in {self.record.path}")
             ex, how = hit, "exact"
@@ -205,6 +208,10 @@ class LLMClient:
             raise LLMError(ex.error)
         return self._account(Completion(ex.reply, ex.prompt_tokens, ex.completion_tokens, ex.cost_usd,
                                         ex.seconds, digest, True, how))
+
+    def _missed(self) -> None:
+        with self._lock:
+            self.replay_misses += 1
 
     def _account(self, c: Completion) -> Completion:
         with self._lock:
@@ -259,4 +266,4 @@ class LLMClient:
         return {"requests": self.requests, "retried": self.retried, "failed": self.failed,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "spent_usd": round(self.spent_usd, 6), "budget_usd": self.budget_usd, "mode": self.mode,
-                "pauses": self.paused_total, "endpoint": self.endpoint}
+                "pauses": self.paused_total, "endpoint": self.endpoint, "replay_misses": self.replay_misses}

@@ -85,8 +85,14 @@ def source_with_params(candidate: Candidate) -> str:
     return candidate.source
 
 
+# what the evaluation cost the evaluator (wall-clock seconds of this machine): not the kernel's fitness, and
+# different on every run, so a prompt holding them could never be replayed exactly
+EVALUATOR_COSTS = frozenset({"model_s", "full_run_s", "full_run_estimate_s"})
+
+
 def fitness_lines(e: Evaluation) -> list[str]:
-    """Latency, speedups, roofline fraction and static resources, as far as the evaluation has them."""
+    """Latency, speedups, roofline fraction and static resources, as far as the evaluation has them (never
+    what the evaluation itself cost: `EVALUATOR_COSTS`)."""
     if not e.ok:
         return [f"status: {e.status.value}: {e.reason}"]
     out = []
@@ -97,7 +103,7 @@ def fitness_lines(e: Evaluation) -> list[str]:
         out.append("latency: not measured")
     out += [f"speedup over {k}: {v:.3g}x" for k, v in sorted(e.speedups.items())]
     for k, v in sorted(e.latency_detail.items()):
-        if isinstance(v, (int, float, str, bool)):
+        if isinstance(v, (int, float, str, bool)) and k not in EVALUATOR_COSTS:
             out.append(f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}")
     return out
 

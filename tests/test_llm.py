@@ -187,6 +187,15 @@ def test_an_endpoint_that_is_down_pauses_the_mutator_then_it_comes_back(task, pa
     assert m.stats()["failed"] == 3 and m.stats()["pauses"] == 1 and m.stats()["request_errors"] == 3
 
 
+def test_the_prompt_holds_nothing_the_evaluator_measured_about_itself(parent):
+    from mutators.llm_prompt import fitness_lines
+
+    timed = parent.evaluation.with_(latency_detail={**parent.evaluation.latency_detail, "model_s": 1.234,
+                                                    "full_run_estimate_s": 88.0})
+    lines = "\n".join(fitness_lines(timed))
+    assert "registers: 40" in lines and "model_s" not in lines and "full_run" not in lines
+
+
 def test_the_budget_stops_llm_proposals_once_spent(task, parent, tmp_path):
     with FakeOpenAI([Reply(GOOD_REPLY, prompt_tokens=1000, completion_tokens=1000)] * 3) as server:
         m = make(server, tmp_path, price_in_per_mtok=3.0, price_out_per_mtok=15.0, budget_usd=0.01)
@@ -240,6 +249,7 @@ def test_record_then_replay_reruns_exactly_without_a_network(task, parent, tmp_p
     (miss,) = replay.propose(Individual(Proposal(parent.candidate.with_params(BLOCK=512), "seed"), parent.evaluation),
                              ctx(task))
     assert miss.candidate is None and "no recorded reply" in miss.error
+    assert replay.stats()["replay_misses"] == 1  # counted, so a report can show that replay was not exact
 
 
 def test_replay_without_a_record_file_is_a_config_error(tmp_path):
