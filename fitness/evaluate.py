@@ -31,13 +31,16 @@ class IsolationUnavailable(RuntimeError):
     """``evaluation.require_isolation`` is set and the worker could not be fully isolated."""
 
 
+def _lacking(sandbox: str, problems: list[str]) -> str:
+    return f"evaluation workers run without full OS isolation (sandbox: {sandbox}): {'; '.join(problems) or 'unknown'}"
+
+
 def isolation_message(sandbox: str, problems: list[str]) -> str:
     """What a person should read when a worker runs with less than full isolation ('' when it has it)."""
     if sandbox == os_isolation.FULL:
         return ""
-    why = "; ".join(problems) or "unknown"
-    return (f"evaluation workers run without full OS isolation (sandbox: {sandbox}): {why}. Candidate code is "
-            "still linted and guarded; set evaluation.require_isolation: true to refuse to run like this")
+    return (f"{_lacking(sandbox, problems)}. Candidate code is still linted and guarded; set "
+            "evaluation.require_isolation: true to refuse to run like this")
 
 
 def detect_device() -> str:
@@ -80,8 +83,7 @@ class Evaluator:
             self.worker.request({"op": "ping"}, self.worker.startup_timeout)
         sandbox, problems = self.worker.sandbox, list(self.worker.sandbox_problems)
         if self.settings.require_isolation and sandbox != os_isolation.FULL:
-            raise IsolationUnavailable(isolation_message(sandbox, problems).split(". Candidate")[0]
-                                       + " (evaluation.require_isolation is true)")
+            raise IsolationUnavailable(f"{_lacking(sandbox, problems)} (evaluation.require_isolation is true)")
         return sandbox, problems
 
     def cases(self, level: str) -> list[Case]:

@@ -139,10 +139,10 @@ def check_equivalence(
     candidate's must not become its status."""
     deaths: list[str] = []
     while True:
+        before = len(deaths)
         ev = _check_once(worker, task, candidate, cases, base, timeout=timeout, stop_on_failure=stop_on_failure,
                          bench=bench, sanitize=sanitize, deaths=deaths)
-        died = ev.status is Status.CRASH and deaths and ev.reason == deaths[-1]
-        if not died:
+        if len(deaths) == before:  # this attempt's worker lived
             if deaths:
                 ev = ev.with_(reason=f"{ev.reason} (a worker died during an earlier attempt, not reproduced on a "
                                      f"fresh worker: {deaths[0][:200]})")

@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from evo.contracts.verdict import Status
 from fitness.sandbox import protocol
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -51,8 +52,8 @@ class WorkerTimeout(Exception):
     """The worker did not answer in time and was killed."""
 
 
-_KINDS = {"lint_error", "compile_error", "crash", "unsafe", "timeout", "wrong_output", "need_setup", "model_error",
-          "unavailable"}
+# failure kinds a reply may carry: a verdict's status, or what a latency op could not do
+_KINDS = {s.value for s in Status if s is not Status.OK} | {"need_setup", "model_error", "unavailable"}
 
 
 def _validate(reply: dict[str, Any], nonce: str) -> str:
