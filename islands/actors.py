@@ -21,9 +21,9 @@ from evo.contracts.config import IslandsConfig
 from evo.contracts.history import pack, unpack
 from evo.contracts.mutator_config import AnyMutatorConfig, SelectionConfig, entry_names
 from evo.contracts.records import Individual, Proposal
+from evo.contracts.task_files import TaskFiles
 from islands.broker import BrokerSpec, EvaluationBroker
 from islands.evaluation import Answer
-from islands.evaluator_actor import TaskSpec
 from islands.island import Island
 from islands.report import GenerationReport
 from mutators.base import Mutator
@@ -47,7 +47,7 @@ class IslandSpec:
     index: int
     islands: IslandsConfig
     hardware: str  # the target GPU in words, for the mutators
-    task: TaskSpec
+    task: TaskFiles
     mutators: tuple[AnyMutatorConfig, ...]
     selection: SelectionConfig
     seed: int

@@ -18,12 +18,12 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from evo.contracts.candidate import Candidate
-from evo.contracts.config import EvaluationConfig, TaskConfig
+from evo.contracts.config import EvaluationConfig
 from evo.contracts.task import Task
+from evo.contracts.task_files import TaskFiles
 from evo.contracts.verdict import Evaluation
 from fitness.evaluate import Evaluator, detect_device
 
@@ -53,22 +53,8 @@ def default_evaluator_factory(task: Task, settings: EvaluationConfig, device: st
 
 
 @dataclass(frozen=True)
-class TaskSpec:
-    """How to build the task on any node: its config section and where relative paths resolve
-    (the config's folder, else the working directory, which `ray job submit` ships to every node)."""
-
-    config: TaskConfig
-    base_dir: str
-
-    def build(self) -> Task:
-        from evo.contracts.task_loader import build_task
-
-        return build_task(self.config, Path(self.base_dir))
-
-
-@dataclass(frozen=True)
 class EvaluatorSpec:
-    task: TaskSpec
+    task: TaskFiles  # built from its bytes on the actor's node
     settings: EvaluationConfig
     factory: EvaluatorFactory = default_evaluator_factory
 

@@ -26,6 +26,8 @@ from mutators.llm_prompt import build_messages, failure_text, source_with_params
 
 __all__ = ["LLMMutator"]
 
+NO_REPLY = "llm: no reply"  # the note of a proposal whose LLM request failed
+
 
 class LLMMutator(Mutator):
     """Rewrites by a language model through `LLMClient`."""
@@ -75,7 +77,7 @@ class LLMMutator(Mutator):
         if isinstance(outcome, LLMError):
             self.counts["request_errors"] += 1
             return Proposal(candidate=None, mutator=self.name, parents=(parent.candidate.id,),
-                            error=f"LLM request failed: {outcome}", note="llm: no reply")
+                            error=f"LLM request failed: {outcome}", note=NO_REPLY)
         meta = {"request": outcome.request_hash[:16], "prompt_tokens": outcome.prompt_tokens,
                 "completion_tokens": outcome.completion_tokens, "replayed": outcome.replayed,
                 "replay_match": outcome.replay_match}

@@ -207,6 +207,34 @@ def test_the_llm_prompt_of_a_real_campaign_names_the_target_gpu_and_its_figures(
     assert "unspecified" not in hardware
 
 
+def test_llm_requests_that_fail_are_counted_in_the_progress_lines_and_the_summary(ray_cluster, tmp_path,
+                                                                                 monkeypatch):
+    """The endpoint is down for its first requests, then answers: the campaign goes on, each failed
+    request is counted (progress line and summary.json) and named by its endpoint in events."""
+    from mutators.factory import build_mutator
+
+    from .fakes.openai_server import FakeOpenAI, Reply
+    from .islands_fakes import fake_evaluator_factory
+
+    monkeypatch.setenv(LLM_KEY_ENV, "fake-key")
+    down = [Reply("unavailable", status=503) for _ in range(2)]
+    with FakeOpenAI([*down], responder=lambda body: Reply("no code in this reply")) as server:
+        config = write_config(tmp_path, islands={"count": 1, "population": 2, "offspring": 2},
+                              mutators=[{"kind": "llm", "base_url": server.base_url, "api_key_env": LLM_KEY_ENV,
+                                         "retries": 0, "model": "down-model"}],
+                              budget={"generations": 2})
+        hooks = CampaignHooks(mutator_factory=build_mutator, evaluator_factory=fake_evaluator_factory)
+        c, out = campaign(config, hooks)
+        summary = c.run()
+        url = server.base_url
+    assert summary["status"] == "finished"
+    assert summary["proposal_failures"]["llm_request_failed"] == 2
+    assert summary["proposal_failures"]["no_candidate"] >= 1  # the replies after it came back had no code
+    assert "llm_request_failed=2" in out.getvalue()
+    failed = [e for e in events(Path(summary["run_dir"]), "proposal_failed") if "LLM request failed" in e["error"]]
+    assert len(failed) == 2 and all(url in e["error"] and "down-model" in e["error"] for e in failed)
+
+
 def fake_latency_ms_of_faster() -> float:
     from evo.contracts.candidate import Candidate
 

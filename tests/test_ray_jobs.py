@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +23,7 @@ import pytest
 
 from evo.contracts.history import MsgpackLog
 
-from .conftest import ROOT
+from .conftest import ROOT, SMALL_SOFTMAX
 from .ray_head import RAY, RayHead
 from .test_campaign_ray import assert_nothing_evaluated_twice, events, history, write_config
 
@@ -79,8 +80,14 @@ def wait_for(predicate, timeout: float, proc: subprocess.Popen, log: Path) -> No
         time.sleep(0.2)
 
 
-def test_a_driver_killed_with_sigkill_resumes_with_nothing_lost_or_repeated(gpu_head, tmp_path):
-    config = write_config(tmp_path, budget={"generations": 5})
+def test_a_driver_killed_with_sigkill_resumes_from_its_run_directory_alone(gpu_head, tmp_path):
+    """The config, task module and seed live in a working folder that is gone when the run resumes
+    (as a job's temporary working directory is): the run directory's copies are all it needs."""
+    work = tmp_path / "work"
+    shutil.copytree(ROOT / "tasks/softmax", work / "mysoftmax")
+    (work / "mysoftmax/seed.py").rename(work / "start.py")
+    task = {**SMALL_SOFTMAX, "name": None, "path": "mysoftmax", "seed": "start.py"}
+    config = write_config(work, task=task, budget={"generations": 5}, output_dir=str(tmp_path / "runs"))
     env = {**gpu_head.env(), "RAY_ADDRESS": gpu_head.address}
     log = tmp_path / "driver.log"
     with open(log, "wb") as f:
@@ -95,7 +102,8 @@ def test_a_driver_killed_with_sigkill_resumes_with_nothing_lost_or_repeated(gpu_
     [run_dir] = list(runs.iterdir())
     before = history(run_dir)
     assert before
-    p = subprocess.run([sys.executable, "-m", "tests.campaign_job", "run", str(config), "--resume", str(run_dir)],
+    work.rename(tmp_path / "moved")
+    p = subprocess.run([sys.executable, "-m", "tests.campaign_job", "run", "--resume", str(run_dir)],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-4000:]
@@ -113,11 +121,13 @@ def test_a_driver_killed_with_sigkill_resumes_with_nothing_lost_or_repeated(gpu_
 def test_without_a_cluster_evo_run_starts_its_own_ray(tmp_path):
     config = write_config(tmp_path, islands={"count": 1, "population": 2, "offspring": 1},
                           evaluators={"count": 1}, budget={"generations": 1})
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    env["RAY_AUTH_MODE"] = "disabled"  # Ray's default would write a token into the home directory
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env["HOME"] = str(tmp_path / "home")  # Ray's default would write a token there, and warn
     p = subprocess.run([sys.executable, "-m", "tests.campaign_job", "run", str(config)], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+    assert "WARNING" not in p.stdout + p.stderr and "Token authentication" not in p.stdout + p.stderr
+    assert not (tmp_path / "home/.ray").exists()  # the embedded Ray's token lived in its environment only
     result = result_line(p.stdout)
     assert result["status"] == "finished" and Path(result["run_dir"]).is_dir()
     assert "1 CPU evaluator(s)" in p.stdout

@@ -164,7 +164,7 @@ class AblationRunner:
         """Run every run not finished; returns the state (also in ablation.json)."""
         import ray
 
-        from evo.app.campaign_setup import connect_ray
+        from evo.app.campaign_setup import connect_ray, release_ray
 
         self.state.save()
         todo = self.todo()
@@ -177,8 +177,7 @@ class AblationRunner:
         try:
             self._schedule(todo, {k: float(v) for k, v in ray.cluster_resources().items()})
         finally:
-            if started_ray:
-                ray.shutdown()
+            release_ray(started_ray)
         return self.state
 
     def _schedule(self, todo: list[RunSpec], cluster: dict[str, float]) -> None:

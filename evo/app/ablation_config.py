@@ -143,7 +143,7 @@ class Ablation:
 def load_ablation(path: str | Path) -> Ablation:
     """Read and validate an ablation file and every variant's config; a `ConfigError` names the key."""
     path = Path(path)
-    data = read_yaml(path)
+    data = read_yaml(path, "ablation file", "`base:` and `variants:`")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys")
     try:

@@ -25,6 +25,7 @@ from evo.app.campaign_setup import (
     budget_of,
     connect_ray,
     evaluator_plan,
+    release_ray,
 )
 from evo.app.progress import Display, IslandRow, Totals
 from evo.app.results import individual_summary, standalone_kernel
@@ -35,11 +36,14 @@ from fitness.sandbox.isolation import FULL as FULL_ISOLATION
 from islands.actors import IslandSpec, start_broker, start_island
 from islands.broker import BrokerSpec
 from islands.evaluation import EvaluationStats
-from islands.evaluator_actor import EvaluatorSpec, TaskSpec
+from islands.evaluator_actor import EvaluatorSpec
 from islands.migration import route, targets
 from islands.report import GenerationReport
+from mutators.llm import NO_REPLY
 
 MAX_RESTORES_PER_ROUND = 3
+# causes of proposals that never became a candidate, as the progress lines and summary.json count them
+PROPOSAL_FAILURE_KINDS = ("llm_request_failed", "no_candidate")
 
 
 def _last_line(e: BaseException) -> str:
@@ -81,7 +85,7 @@ class Campaign:
     def start(self) -> None:
         self.started_ray = connect_ray(self.cfg)
         plan = evaluator_plan(self.cfg)
-        task_spec = TaskSpec(self.cfg.task, str(self.p.config_dir))
+        task_spec = self.p.task_files
         ev_spec = EvaluatorSpec(task_spec, self.cfg.evaluation, self.hooks.evaluator_factory)
         self.broker = start_broker(BrokerSpec(
             ev_spec, plan.count, plan.num_cpus, plan.num_gpus, self.p.task.key, str(self.store.history.path),
@@ -102,7 +106,7 @@ class Campaign:
         isl = self.cfg.islands
         hardware = target_hardware(self.cfg.evaluation, self.device, infos[0].gpu_name)
         self.specs = [IslandSpec(
-            i, isl, hardware, task_spec, tuple(self.cfg.mutators), self.cfg.selection, self.cfg.seed,
+            i, isl, hardware, task_spec, self.p.mutators, self.cfg.selection, self.cfg.seed,
             str(self.store.path), self.hooks.mutator_factory) for i in range(isl.count)]
         cp = self.store.latest_checkpoint() if self.p.resumed else None
         if cp is not None:
@@ -176,6 +180,8 @@ class Campaign:
         self.latency_source = r.best_latency_source or self.latency_source
         self.stats = ray.get(self.broker.get_stats.remote())
         for f in r.failed_proposals:
+            key = PROPOSAL_FAILURE_KINDS[0] if f.note == NO_REPLY else PROPOSAL_FAILURE_KINDS[1]
+            row.failures[key] = row.failures.get(key, 0) + 1
             self.store.events.append({"kind": "proposal_failed", "island": r.island, "generation": r.generation,
                                       "mutator": f.mutator, "parents": list(f.parents), "error": f.error})
         self.display.update(row, self.rows, self._totals())
@@ -183,9 +189,20 @@ class Campaign:
     def _totals(self) -> Totals:
         speedups = [r.best_speedup for r in self.rows if r.best_speedup is not None]
         latencies = [r.best_latency_ms for r in self.rows if r.best_latency_ms is not None]
-        return Totals(self.stats.evaluations, dict(self.stats.failures), self.stats.cache_hits, self.llm_usd,
-                      self.elapsed(), min(latencies, default=None), max(speedups, default=None),
+        failures = {**self.stats.failures, **self.proposal_failures()}
+        return Totals(self.stats.evaluations, failures, self.stats.cache_hits, self.llm_usd, self.elapsed(),
+                      min(latencies, default=None), max(speedups, default=None),
                       self.latency_source, len(self.stats.evaluators), self.stats.replaced)
+
+    def proposal_failures(self) -> dict[str, int]:
+        """Proposals that never became a candidate, by cause (an LLM request that failed, or a reply or
+        edit that gave no module), counted with the evaluation failures in the progress lines."""
+        out: dict[str, int] = {}
+        for row in self.rows:
+            for k in PROPOSAL_FAILURE_KINDS:
+                if row.failures.get(k):
+                    out[k] = out.get(k, 0) + row.failures[k]
+        return out
 
     def elapsed(self) -> float:
         return self.elapsed_before + time.monotonic() - self.t0
@@ -312,6 +329,7 @@ class Campaign:
             "latency_source": self.latency_source or None, "generation": self.generation,
             "islands": len(self.rows), "evaluations": self.stats.evaluations,
             "evaluations_by_level": dict(self.stats.fresh), "failures": dict(self.stats.failures),
+            "proposal_failures": self.proposal_failures(),
             "cache_hits": self.stats.cache_hits, "llm_usd": self.llm_usd, "wall_time_s": round(self.elapsed(), 3),
             "seed": {"id": self.p.seed.id, "latency_ms": self.seed_latency_ms}, "best": best_d,
             "evaluators": [vars(e) for e in self.stats.evaluators], "evaluators_replaced": self.stats.replaced,
@@ -328,5 +346,4 @@ class Campaign:
             ray.kill(self.broker)
         for a in self.actors:
             ray.kill(a)
-        if self.started_ray:
-            ray.shutdown()
+        release_ray(self.started_ray)

@@ -11,12 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evo.app import ray_auth, run_inputs
+from evo.app.run_inputs import seed_of
 from evo.app.run_store import RESUMABLE_CHANGES, RunStore
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import BUDGET_KEYS, BudgetConfig, Config
-from evo.contracts.config_file import ConfigError, load_config
-from evo.contracts.mutator_config import MUTATOR_KINDS, LLMConfig
+from evo.contracts.config_file import ConfigError, load_config, read_text
+from evo.contracts.mutator_config import MUTATOR_KINDS, AnyMutatorConfig, LLMConfig
 from evo.contracts.task import Task
+from evo.contracts.task_files import TaskFiles
 from islands.actors import MutatorFactory
 from islands.evaluator_actor import EvaluatorFactory, default_evaluator_factory
 from mutators.factory import build_mutator
@@ -38,11 +41,12 @@ class CampaignHooks:
 
 @dataclass(frozen=True)
 class Prepared:
-    cfg: Config
+    cfg: Config  # as recorded in the run directory
     store: RunStore
     task: Task
     seed: Candidate
-    config_dir: Path
+    task_files: TaskFiles  # the task by content (kept in RUN_DIR/inputs), as islands and evaluators build it
+    mutators: tuple[AnyMutatorConfig, ...]  # cfg.mutators with replayed LLM records read from the run's copies
     resumed: bool
     notes: list[str] = field(default_factory=list)
 
@@ -66,30 +70,37 @@ def prepare(config_path: str | None, *, resume: str | None = None, output: str |
         return _reopen(config_path, resume, hooks)
     if not config_path:
         raise ConfigError("give a config file (or --resume RUN_DIR)")
-    return prepare_config(load_config(config_path), Path(config_path).resolve().parent, output=output, hooks=hooks)
+    return prepare_config(load_config(config_path), Path(config_path).resolve().parent, output=output, hooks=hooks,
+                          given_text=read_text(config_path))
 
 
 def prepare_config(cfg: Config, config_dir: Path, *, output: str | Path | None = None,
-                   hooks: CampaignHooks | None = None) -> Prepared:
+                   hooks: CampaignHooks | None = None, given_text: str | None = None) -> Prepared:
     """A new run of an already parsed config whose relative paths are relative to `config_dir`
-    (`evo ablate` builds its runs' configs this way)."""
+    (`evo ablate` builds its runs' configs this way). The run directory keeps a copy of every file
+    the run reads (`run_inputs`), so `--resume` needs none of them."""
     cfg = with_resolved_paths(cfg, config_dir)
-    task, seed = task_and_seed(cfg, config_dir)
+    check_runnable(cfg)
+    files = TaskFiles.collect(cfg.task, config_dir)
+    task = files.build()
+    seed = seed_of(task)
+    files = files.with_seed(seed.source)
     out = Path(output or cfg.output_dir).expanduser()
     store = RunStore.create(out.resolve(), cfg, config_dir=config_dir)
     try:
+        run_inputs.keep(store.path, files, cfg, given_text)
         check_mutators(cfg, (hooks or CampaignHooks()).mutator_factory, store.path)
     except ConfigError:
         shutil.rmtree(store.path, ignore_errors=True)  # nothing ran: leave no empty run behind
         raise
-    return Prepared(cfg, store, task, seed, config_dir, False, [])
+    mutators = run_inputs.mutators(cfg, store.path)
+    return Prepared(cfg, store, files.build(run_inputs.task_root(store.path)), seed, files, mutators, False, [])
 
 
 def _reopen(config_path: str | None, resume: str, hooks: CampaignHooks | None) -> Prepared:
     notes: list[str] = []
     store = RunStore.open(Path(resume))
     cfg = store.config()
-    config_dir = store.config_dir()
     if config_path:
         given = with_resolved_paths(load_config(config_path), Path(config_path).resolve().parent)
         old, new = _dump(cfg), _dump(given)
@@ -101,29 +112,35 @@ def _reopen(config_path: str | None, resume: str, hooks: CampaignHooks | None) -
             cfg = cfg.model_copy(update={"budget": given.budget})
     budget = _dump(cfg)["budget"]
     budget_changed = store.recorded_config().get("budget", budget) != budget
-    if budget_changed:
-        store.write_config(cfg)
-        notes.append(f"budget changed to {budget}")
     summary = store.summary() or {}
     if summary.get("status") == "finished" and not budget_changed:
         raise ConfigError(f"{store.path} is finished ({summary.get('stop_reason') or 'its budget was reached'}); "
                           "resuming it would change nothing. To extend it, raise its budget: evo run CONFIG "
                           f"--resume {store.path}, with a config that differs from the run's only in `budget`")
-    task, seed = task_and_seed(cfg, config_dir)
-    check_mutators(cfg, (hooks or CampaignHooks()).mutator_factory, store.path)
-    return Prepared(cfg, store, task, seed, config_dir, True, notes)
+    check_runnable(cfg)
+    files = run_inputs.task_files(store)
+    task = files.build(run_inputs.task_root(store.path))
+    seed = seed_of(task)
+    mutators = run_inputs.mutators(cfg, store.path)
+    check_mutators(cfg.model_copy(update={"mutators": list(mutators)}), (hooks or CampaignHooks()).mutator_factory,
+                   store.path)
+    if budget_changed:  # the only write a resume makes before it runs, once nothing can refuse it
+        store.write_config(cfg)
+        notes.append(f"budget changed to {budget}")
+    return Prepared(cfg, store, task, seed, files, mutators, True, notes)
 
 
 def task_and_seed(cfg: Config, config_dir: Path) -> tuple[Task, Candidate]:
-    from evo.contracts.task_loader import build_task
+    """The task and seed `cfg` names (paths relative to `config_dir`), checked as a new run would."""
+    check_runnable(cfg)
+    task = TaskFiles.collect(cfg.task, config_dir).build()
+    return task, seed_of(task)
 
+
+def check_runnable(cfg: Config) -> None:
     if not cfg.mutators:
         raise ConfigError(f"the config has no mutators: add a `mutators:` list (kinds: {', '.join(MUTATOR_KINDS)})")
     budget_of(cfg)
-    task = build_task(cfg.task, config_dir)
-    if not task.seed_source:
-        raise ConfigError(f"task {task.name} has no seed candidate to start from (task.seed)")
-    return task, Candidate.from_source(task.seed_source)
 
 
 def with_resolved_paths(cfg: Config, config_dir: Path) -> Config:
@@ -172,15 +189,29 @@ def connect_ray(cfg: Config) -> bool:
         try:
             ray.init(address=address, runtime_env=runtime_env, **quiet)
         except Exception as e:
-            raise CampaignError(f"cannot join the Ray cluster at RAY_ADDRESS={address}: {e}") from None
+            if type(e).__name__ == "AuthenticationError":
+                raise CampaignError(f"the Ray cluster at RAY_ADDRESS={address} wants its token: "
+                                    f"{ray_auth.HOW}") from None
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise CampaignError(f"cannot join the Ray cluster at RAY_ADDRESS={address}: {first}") from None
         return False
     wanted = (cfg.evaluators.count or 1) * cfg.evaluators.cpus_per_evaluator
+    ray_auth.use_private_token()
     ray.init(
         address="local", num_cpus=max(os.cpu_count() or 1, math.ceil(wanted)), include_dashboard=False,
         # the actors import this project from the same tree as the driver
         runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}}, **quiet,
     )
     return True
+
+
+def release_ray(started: bool) -> None:
+    """Stop the Ray `connect_ray` started (a cluster joined is left running)."""
+    if started:
+        import ray
+
+        ray.shutdown()
+        ray_auth.restore()
 
 
 @dataclass(frozen=True)

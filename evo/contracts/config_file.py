@@ -104,14 +104,18 @@ def read_text(path: str | Path, what: str = "config file") -> str:
         raise ConfigError(f"{what} {path} is not UTF-8 text (byte {e.start})") from None
 
 
-def read_yaml(path: str | Path) -> Any:
-    text = read_text(path)
+def read_yaml(path: str | Path, what: str = "config file", needs: str = "at least a `task:` section") -> Any:
+    """The YAML document of a file; a one-line `ConfigError` when it cannot be read, is not YAML or is empty."""
+    text = read_text(path, what)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
     if data is None:
-        raise ConfigError(f"{path} is empty: a config needs at least a `task:` section")
+        raise ConfigError(f"{path} is empty: {what}s need {needs}")
     return data
 
 
