@@ -96,6 +96,7 @@ def test_a_hang_times_out_and_the_worker_is_replaced(softmax_task):
         pid = ev.worker.pid
         result = ev.evaluate(candidate("softmax/hang"))
         assert result.status is Status.TIMEOUT and "killed and replaced" in result.reason
+        assert not result.incidents and "stalled" not in result.reason  # it ran on a CPU all along: its own hang
         assert ev.worker.pid != pid
         assert ev.evaluate(candidate("softmax/online_two_kernels")).ok  # the fresh worker works
 
@@ -121,8 +122,23 @@ def test_a_worker_killed_from_outside_is_not_the_candidates_crash(softmax_task):
             result = pending.result(timeout=90)
         assert result.status is Status.TIMEOUT, result.reason
         assert "not reproduced on a fresh worker" in result.reason and "SIGSEGV" in result.reason
+        assert len(result.incidents) == 1 and "SIGSEGV" in result.incidents[0]
         assert ev.worker.pid != pid
         assert ev.evaluate(candidate("softmax/online_two_kernels")).ok
+
+
+def test_a_worker_stalled_by_its_machine_is_not_the_candidates_timeout(softmax_task):
+    # a stopped process (as on an overloaded or suspended machine) gets no CPU time: its timeout is the
+    # machine's, so the check runs again on a fresh worker and the verdict is the candidate's own
+    with Evaluator(softmax_task, EvaluationConfig(timeout_s=3.0), device="cpu") as ev:
+        assert ev.evaluate(candidate("softmax/one_pass")).ok
+        pid = ev.worker.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        result = ev.evaluate(candidate("softmax/online_two_kernels"))
+        assert result.ok, result.reason
+        assert len(result.incidents) == 1 and "stalled or overloaded machine" in result.incidents[0]
+        assert "not reproduced on a fresh worker" in result.reason and ev.worker.pid != pid
 
 
 def test_a_runaway_allocation_hits_the_memory_limit(softmax_task):

@@ -113,6 +113,18 @@ def _migrations(run: RunData) -> list[d.Block]:
     return [*out, d.table(["generation", "topology", "island -> neighbours", "migrants sent", "stayed"], rows)]
 
 
+def _timeline(run: RunData) -> list[d.Block]:
+    moments = rs.timeline(run)
+    out: list[d.Block] = [d.Heading("Timeline")]
+    if len(moments) <= 2 and all(m.what in ("started", "stopped (finished)") for m in moments):
+        return [*out, d.Para("One session, no infrastructure failures.")]
+    rows = [[_duration(m.elapsed_s), m.what, m.detail] for m in moments]
+    return [*out, d.Para("Sessions (kills and resumes) and infrastructure failures, on the campaign's clock "
+                         "(pauses between sessions excluded). An infrastructure failure is never a candidate's "
+                         "verdict: its check ran again on a fresh worker."),
+            d.table(["at", "what", "detail"], rows)]
+
+
 def _mutators(run: RunData, trace: Trace) -> list[d.Block]:
     out: list[d.Block] = [d.Heading("Mutators")]
     ops = rs.operator_totals(run)
@@ -205,8 +217,8 @@ def run_report(run: RunData) -> d.Doc:
         (_duration(run.wall_time_s), "wall time"),
         (f"${run.llm_usd:.4f}" if "llm" in run.mutator_kinds else "$0",
          "LLM cost" if "llm" in run.mutator_kinds else "LLM cost (no LLM mutator)"))))
-    for part in (_best(run, trace, best), _progress(run, trace), _migrations(run), _mutators(run, trace),
-                 _failures(run), _lineage(run, trace, best)):
+    for part in (_best(run, trace, best), _progress(run, trace), _timeline(run), _migrations(run),
+                 _mutators(run, trace), _failures(run), _lineage(run, trace, best)):
         doc.add(*part)
     doc.add(d.Para(f"Run directory: {run.path}"))
     return doc

@@ -105,6 +105,11 @@ class RunData:
             return float(self.summary.get("llm_usd") or 0.0)
         return float(gens[-1]["llm_usd"]) if gens else float((self.summary or {}).get("llm_usd") or 0.0)
 
+    def clock(self, times: list[float]) -> list[float]:
+        """Campaign wall time (pauses between sessions excluded) at each of these epoch `times`."""
+        stamps = [r.time for r in self.records]
+        return _session_clock(list(self.events), times) if stamps or self.events else list(times)
+
     def by_id(self) -> dict[str, Record]:
         """The record of each candidate id, the full evaluation where there is one."""
         out: dict[str, Record] = {}

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evo.app.run_data import Record, RunData
+from evo.app.run_data import SESSION_EVENTS, Record, RunData
 from evo.app.trace import Trace, credit
 from evo.contracts.mutator_config import entry_names
 from mutators.llm_prompt import source_with_params
@@ -187,6 +187,55 @@ def diff(parent: Record, child: Record) -> tuple[str, bool]:
     if norm and changed(norm) < changed(raw):
         return "\n".join(norm), True
     return "\n".join(raw), False
+
+
+@dataclass(frozen=True)
+class Moment:
+    """One entry of a run's timeline: a session starting or ending, or an infrastructure failure."""
+
+    time: float  # epoch seconds
+    elapsed_s: float  # on the campaign's clock
+    what: str
+    detail: str
+
+
+def timeline(run: RunData) -> list[Moment]:
+    """Sessions (started, resumed, stopped, or ended without a stop: killed) and infrastructure
+    failures (evaluators replaced, islands restored, evaluations that met a worker killed from outside
+    or a stalled machine and ran again on a fresh one), in time order."""
+    raw: list[tuple[float, str, str]] = []
+    sessions = sorted(float(e["time"]) for e in run.events if e.get("kind") in SESSION_EVENTS and "time" in e)
+    stops = [float(e["time"]) for e in run.events if e.get("kind") == "stop" and "time" in e]
+    for e in run.events:
+        kind, t = e.get("kind"), e.get("time")
+        if t is None:
+            continue
+        if kind == "start":
+            raw.append((t, "started", f"{len(e.get('evaluators') or [])} evaluator(s)"))
+        elif kind == "resume":
+            raw.append((t, "resumed", "; ".join(e.get("notes") or []) or "from its last checkpoint"))
+        elif kind == "stop":
+            raw.append((t, f"stopped ({e.get('status')})", short(str(e.get("reason", "")), 160)))
+        elif kind == "evaluator_replaced":
+            raw.append((t, "evaluator replaced", short(f"{e.get('dead')}: {e.get('why')}", 160)))
+        elif kind == "island_restored":
+            origin = e.get("from_generation")
+            where = f"from the checkpoint of generation {origin}" if origin is not None else "from scratch"
+            raw.append((t, f"island {e.get('island')} restored", short(f"{where}: {e.get('error')}", 160)))
+    stamps = sorted([r.time for r in run.records] + [float(e["time"]) for e in run.events if "time" in e])
+    for a, b in zip(sessions, [*sessions[1:], None]):
+        if b is None or any(a <= t < b for t in stops):
+            continue
+        last = max((t for t in stamps if a <= t < b), default=a)
+        raw.append((last, "ended without stopping", "the driver was killed (or lost); the next session resumed "
+                                                   "from the last checkpoint"))
+    for r in run.records:
+        for incident in r.evaluation.incidents:
+            raw.append((r.time, "infrastructure failure in an evaluation",
+                        short(f"{r.candidate.id[:12]}: {incident}; verdict {r.evaluation.status.value}", 160)))
+    raw.sort(key=lambda m: m[0])
+    clock = run.clock([t for t, _, _ in raw])
+    return [Moment(t, c, what, detail) for (t, what, detail), c in zip(raw, clock)]
 
 
 def best_record(trace: Trace) -> Record | None:

@@ -52,6 +52,9 @@ class Evaluation:
     roofline_fraction: float | None = None  # speed-of-light time / latency, at most 1
     latency_gpu: str = ""  # the GPU measured on, or the profile modelled
     sandbox: str = ""  # the worker's OS isolation ("landlock+seccomp", a part of it, or "process")
+    # infrastructure failures met on the way to this verdict (a worker killed from outside, a stalled
+    # machine), each followed by a fresh worker; not the candidate's doing unless it reproduced
+    incidents: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -133,22 +133,23 @@ def check_equivalence(
     `sanitize`: run the interpreter's race and bounds sanitizer (off only to measure its cost).
 
     A worker that dies (a signal, an exit, a broken protocol) may have been killed from outside (an
-    operator, the OOM killer, a node going away): the check runs again on a fresh worker, up to
-    `retries` times, and only a death that reproduces is the candidate's ``crash``; a verdict reached
-    after one says so in its reason. Verdicts are cached per candidate, so a death that is not the
-    candidate's must not become its status."""
-    deaths: list[str] = []
+    operator, the OOM killer, a node going away), and one that times out while it got little CPU
+    time was stalled by its machine rather than slowed by the candidate: the check runs again on a
+    fresh worker, up to `retries` times, and only a failure that reproduces is the candidate's
+    ``crash`` or ``timeout``. The verdict lists these incidents (`Evaluation.incidents`). Verdicts are
+    cached per candidate, so a failure that is not the candidate's must not become its status."""
+    incidents: list[str] = []
     while True:
-        before = len(deaths)
+        before = len(incidents)
         ev = _check_once(worker, task, candidate, cases, base, timeout=timeout, stop_on_failure=stop_on_failure,
-                         bench=bench, sanitize=sanitize, deaths=deaths)
-        if len(deaths) == before:  # this attempt's worker lived
-            if deaths:
-                ev = ev.with_(reason=f"{ev.reason} (a worker died during an earlier attempt, not reproduced on a "
-                                     f"fresh worker: {deaths[0][:200]})")
+                         bench=bench, sanitize=sanitize, incidents=incidents)
+        if len(incidents) == before:  # this attempt's worker lived and was not stalled
+            if incidents:
+                ev = ev.with_(reason=f"{ev.reason} (after an infrastructure failure, not reproduced on a fresh "
+                                     f"worker: {incidents[0][:200]})", incidents=incidents)
             return ev
-        if len(deaths) > retries:
-            return ev.with_(reason=f"{ev.reason} (reproduced on a fresh worker)")
+        if len(incidents) > retries:
+            return ev.with_(reason=f"{ev.reason} (reproduced on a fresh worker)", incidents=incidents)
 
 
 def _check_once(
@@ -162,9 +163,9 @@ def _check_once(
     stop_on_failure: bool,
     bench: bool,
     sanitize: bool,
-    deaths: list[str],
+    incidents: list[str],
 ) -> Evaluation:
-    """One attempt of `check_equivalence`; a worker death is appended to `deaths` (its reason)."""
+    """One attempt of `check_equivalence`; a worker death or stall is appended to `incidents`."""
     start = time.monotonic()
     judge = _Judge()
     checked = 0
@@ -210,9 +211,11 @@ def _check_once(
             ):
                 break
     except WorkerTimeout as e:
+        if e.stalled:
+            incidents.append(str(e))
         return result(Status.TIMEOUT, f"candidate did not finish: {e} (worker killed and replaced)", True)
     except WorkerDied as e:
-        deaths.append(e.reason)
+        incidents.append(e.reason)
         return result(Status.CRASH, e.reason, True)
     if judge.first_failure is not None:
         status, reason = judge.first_failure

@@ -49,7 +49,27 @@ def triton_cache_dir() -> str:
 
 
 class WorkerTimeout(Exception):
-    """The worker did not answer in time and was killed."""
+    """The worker did not answer in time and was killed. `stalled`: it got less than
+    `STALLED_CPU_FRACTION` of that time on a CPU, so its machine (overloaded, suspended, the
+    process stopped) rather than the candidate kept it from answering."""
+
+    def __init__(self, message: str, *, stalled: bool = False) -> None:
+        super().__init__(message)
+        self.stalled = stalled
+
+
+STALLED_CPU_FRACTION = 0.25
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system, its waited-for children included) of a live process; None if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15]) / _CLOCK_TICKS
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 # failure kinds a reply may carry: a verdict's status, or what a latency op could not do
@@ -117,6 +137,7 @@ class Worker:
         self._log_path = Path(self._logs) / "worker.log"
         self._fds: tuple[int, int] = (-1, -1)
         self._nonce = ""
+        self._cpu_at_submit: float | None = None
 
     @property
     def pid(self) -> int | None:
@@ -180,6 +201,7 @@ class Worker:
         if not self.ready:
             self._await_ready()
         self._nonce = secrets.token_hex(16)
+        self._cpu_at_submit = cpu_seconds(self.proc.pid) if self.proc is not None else None
         try:
             protocol.send(self._fds[0], {**message, "seq": self._nonce})
         except (BrokenPipeError, OSError):
@@ -201,7 +223,11 @@ class Worker:
         try:
             reply = protocol.receive(self._fds[1], timeout)
         except protocol.ChannelTimeout:
+            used = self._cpu_since_submit()
             self.kill()
+            if used is not None and used < STALLED_CPU_FRACTION * timeout:
+                raise WorkerTimeout(f"no answer within {timeout:.1f} s, in which the worker ran {used:.1f} s on a CPU "
+                                    "(a stalled or overloaded machine)", stalled=True) from None
             raise WorkerTimeout(f"no answer within {timeout:.1f} s") from None
         except protocol.ProtocolError as e:
             self.kill()
@@ -215,6 +241,10 @@ class Worker:
             self.kill()
             raise WorkerDied(f"the worker broke the protocol (a frame not written by the worker?): {problem}")
         return reply
+
+    def _cpu_since_submit(self) -> float | None:
+        now = cpu_seconds(self.proc.pid) if self.proc is not None else None
+        return None if now is None or self._cpu_at_submit is None else now - self._cpu_at_submit
 
     def _death_reason(self) -> str:
         code = None

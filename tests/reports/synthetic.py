@@ -35,6 +35,7 @@ class Ev:
     generation: int = 1
     note: str = ""
     same_as: int | None = None  # another evaluation of the candidate at this index (e.g. its verification)
+    incidents: tuple[str, ...] = ()  # infrastructure failures its check met (and ran again after)
 
 
 @dataclass
@@ -73,7 +74,8 @@ def make_run(root: Path, name: str, evs: list[Ev], *, kinds: tuple[str, ...] = (
         parent = e.parent if e.parent is not None else best
         ev = Evaluation(c.id, "softmax-synthetic", "cpu", e.status, reason=e.reason, level=e.level,
                         error=0.0 if e.status is Status.OK else 1.0, latency_ms=e.latency_ms,
-                        latency_source=LatencySource.MODEL if e.latency_ms is not None else None, latency_gpu="h100")
+                        latency_source=LatencySource.MODEL if e.latency_ms is not None else None, latency_gpu="h100",
+                        incidents=list(e.incidents))
         proposal = Proposal(c, e.mutator, tuple([candidate(parent).id]) if parent is not None and i else (), 0,
                             0 if i == 0 else e.generation, e.note)
         record = Individual(proposal, ev, seconds=0.5, evaluator="evaluator-0", time=T0 + e.at_s)
