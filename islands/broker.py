@@ -99,9 +99,15 @@ class EvaluationBroker:
         return Evaluation(c.id, self.spec.task_key, self.device, status, reason=reason, level=level)
 
     async def _run(self, c: Candidate, level: str) -> Run:
-        # an actor found dead may have died before this request (a lost node): try every evaluator
-        attempts = self.spec.count + 1
-        for attempt in range(1, attempts + 1):
+        """Evaluate `c` on an idle evaluator. An evaluator that dies (a lost node, a kill) is replaced
+        and the evaluation runs on another one; one that hangs is killed, replaced and given one more
+        try. Only a hang that reproduces is the candidate's `timeout`; each incident is listed in the
+        verdict (`Evaluation.incidents`), so the ledger never caches an infrastructure failure as the
+        candidate's status."""
+        deaths_allowed = self.spec.count + 1  # an actor found dead may have died before this request
+        incidents: list[str] = []
+        hangs = 0
+        while True:
             actor, info = await self.idle.get()
             start = time.monotonic()
             try:
@@ -109,21 +115,30 @@ class EvaluationBroker:
             except (asyncio.TimeoutError, GetTimeoutError):
                 ray.kill(actor, no_restart=True)
                 await self._replace(info, f"no answer within {self.spec.actor_timeout_s:.0f} s on {c.id}")
-                reason = (f"the evaluator did not answer within {self.spec.actor_timeout_s:.0f} s; "
-                          "it was killed and replaced")
-                return (self._failed(c, level, Status.TIMEOUT, reason),
+                hangs += 1
+                incidents.append(f"evaluator {info.name} did not answer within {self.spec.actor_timeout_s:.0f} s "
+                                 "(killed and replaced)")
+                if hangs < 2:
+                    continue
+                reason = (f"the evaluator did not answer within {self.spec.actor_timeout_s:.0f} s, twice, on "
+                          "fresh evaluators (each was killed and replaced)")
+                return (self._failed(c, level, Status.TIMEOUT, reason).with_(incidents=incidents),
                         time.monotonic() - start, info.name)
             except RayActorError:
-                await self._replace(info, f"died while evaluating {c.id} (attempt {attempt})")
-                continue
+                await self._replace(info, f"died while evaluating {c.id}")
+                incidents.append(f"evaluator {info.name} died during the evaluation (replaced)")
+                if len(incidents) - hangs < deaths_allowed:
+                    continue
+                reason = f"evaluator actors died {deaths_allowed} times in a row on this candidate (each was replaced)"
+                return self._failed(c, level, Status.CRASH, reason).with_(incidents=incidents), 0.0, ""
             except RayTaskError as e:  # the evaluator raised: a bug, not the candidate's verdict
                 self.idle.put_nowait((actor, info))
                 reason = f"the evaluator raised {str(e).strip().splitlines()[-1]}"
                 return self._failed(c, level, Status.CRASH, reason), 0.0, info.name
             self.idle.put_nowait((actor, info))
+            if incidents:
+                evaluation = evaluation.with_(incidents=[*incidents, *evaluation.incidents])
             return evaluation, seconds, info.name
-        reason = f"evaluator actors died {attempts} times in a row on this candidate (each was replaced)"
-        return self._failed(c, level, Status.CRASH, reason), 0.0, ""
 
     async def _replace(self, dead: EvaluatorInfo, why: str) -> None:
         self.actors.pop(dead.name, None)

@@ -148,8 +148,8 @@ def test_a_killed_island_actor_is_restored_from_its_checkpoint(ray_cluster, tmp_
 
 def test_hung_crashing_and_killed_evaluators_give_verdicts_and_are_replaced(ray_cluster, tmp_path):
     """A hanging kernel times out in its worker, a wild store is unsafe (caught before it crashes the
-    worker), an evaluator actor that hangs
-    is killed and replaced (timeout), and evaluator actors killed from outside are replaced."""
+    worker), an evaluator actor that hangs is killed and replaced, twice (then it is the candidate's
+    timeout), and evaluator actors killed from outside are replaced without blaming a candidate."""
     import ray
 
     config = write_config(tmp_path, evaluation={"device": "cpu", "timeout_s": 6},
@@ -171,6 +171,10 @@ def test_hung_crashing_and_killed_evaluators_give_verdicts_and_are_replaced(ray_
     assert by_note["hang"]["status"] == "timeout" and "killed and replaced" in by_note["hang"]["reason"]
     assert by_note["segfault"]["status"] == "unsafe"
     assert by_note["actor-hang"]["status"] == "timeout" and "did not answer" in by_note["actor-hang"]["reason"]
+    assert len(by_note["actor-hang"]["incidents"]) == 2  # tried once more on a fresh evaluator: it reproduced
+    # a candidate that met a killed evaluator ran on another one; the death is listed, not its verdict
+    met = [r["evaluation"] for r in records if any("died during" in i for i in r["evaluation"]["incidents"])]
+    assert met and all(e["status"] != "crash" for e in met)
     assert by_note["faster"]["status"] == "ok"
     # the killed evaluators were replaced and their next candidates evaluated, not blamed
     assert not [r for r in records if "evaluator actors died" in r["evaluation"]["reason"]]
