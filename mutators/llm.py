@@ -113,7 +113,7 @@ class LLMMutator(Mutator):
         c = self.client
         return {"counts": dict(self.counts), "failures": list(self._failures), "spent_usd": c.spent_usd,
                 "tokens": [c.prompt_tokens, c.completion_tokens], "requests": [c.requests, c.retried, c.failed],
-                "occurrences": dict(c.occurrences)}
+                "occurrences": dict(c.occurrences), "replay_misses": c.replay_misses, "pauses": c.paused_total}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.counts.update({k: int(v) for k, v in dict(state.get("counts", {})).items() if k in self.counts})
@@ -123,3 +123,4 @@ class LLMMutator(Mutator):
         c.prompt_tokens, c.completion_tokens = (int(x) for x in state.get("tokens", [0, 0]))
         c.requests, c.retried, c.failed = (int(x) for x in state.get("requests", [0, 0, 0]))
         c.occurrences.update({str(k): int(v) for k, v in dict(state.get("occurrences", {})).items()})
+        c.replay_misses, c.paused_total = int(state.get("replay_misses", 0)), int(state.get("pauses", 0))

@@ -85,14 +85,15 @@ def source_with_params(candidate: Candidate) -> str:
     return candidate.source
 
 
-# what the evaluation cost the evaluator (wall-clock seconds of this machine): not the kernel's fitness, and
-# different on every run, so a prompt holding them could never be replayed exactly
-EVALUATOR_COSTS = frozenset({"model_s", "full_run_s", "full_run_estimate_s"})
+# figures of how the evaluator worked, not of the kernel: what the evaluation cost (wall-clock seconds of
+# this machine) and the model's secret sampling seed (drawn per run). Different on every run, so a prompt
+# holding them could never be replayed exactly; and the seed is not the LLM's business.
+NOT_SEARCH_STATE = frozenset({"model_s", "full_run_s", "full_run_estimate_s", "sample_seed"})
 
 
 def fitness_lines(e: Evaluation) -> list[str]:
     """Latency, speedups, roofline fraction and static resources, as far as the evaluation has them (never
-    what the evaluation itself cost: `EVALUATOR_COSTS`)."""
+    how the evaluation itself went: `NOT_SEARCH_STATE`)."""
     if not e.ok:
         return [f"status: {e.status.value}: {e.reason}"]
     out = []
@@ -103,7 +104,7 @@ def fitness_lines(e: Evaluation) -> list[str]:
         out.append("latency: not measured")
     out += [f"speedup over {k}: {v:.3g}x" for k, v in sorted(e.speedups.items())]
     for k, v in sorted(e.latency_detail.items()):
-        if isinstance(v, (int, float, str, bool)) and k not in EVALUATOR_COSTS:
+        if isinstance(v, (int, float, str, bool)) and k not in NOT_SEARCH_STATE:
             out.append(f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}")
     return out
 

@@ -28,7 +28,7 @@ from evo.app.run_store import RunStore
 from evo.contracts.history import MsgpackLog, unpack
 
 from .campaign_job import FAKE_HOOKS
-from .conftest import SMALL_SOFTMAX
+from .conftest import ROOT, SMALL_SOFTMAX
 from .islands_fakes import fake_latency_ms, fault_evaluator_factory, fault_mutator_factory
 from .ray_head import RayHead, joined_head
 
@@ -237,6 +237,59 @@ def test_llm_requests_that_fail_are_counted_in_the_progress_lines_and_the_summar
     assert "llm_request_failed=2" in out.getvalue()
     failed = [e for e in events(Path(summary["run_dir"]), "proposal_failed") if "LLM request failed" in e["error"]]
     assert len(failed) == 2 and all(url in e["error"] and "down-model" in e["error"] for e in failed)
+
+
+def test_exact_replay_of_a_recorded_campaign_reproduces_its_history(ray_cluster, tmp_path, monkeypatch):
+    """A campaign recorded against an LLM server, then the same campaign replayed from the record with
+    `replay_match: exact` and no server: the same prompts, so the same candidates with the same verdicts,
+    and no replay miss. The mutator choice is `fixed` (seeded draws by weight): ucb1 and thompson
+    weigh rewards by measured seconds, which differ between any two runs."""
+    import hashlib
+
+    from evo.app.run_data import load_run
+    from evo.app.run_stats import llm_usage
+    from mutators.factory import build_mutator
+
+    from .fakes.openai_server import FakeOpenAI, Reply
+    from .islands_fakes import fake_evaluator_factory
+
+    good = (ROOT / "tests/candidates/softmax/one_pass.py").read_text()
+
+    def responder(body: dict) -> Reply:  # a distinct kernel for each distinct prompt
+        tag = hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest()[:12]
+        return Reply(f"```python\n{good}\n# variant {tag}\n```", prompt_tokens=100, completion_tokens=50)
+
+    monkeypatch.setenv(LLM_KEY_ENV, "fake-key")
+    record = tmp_path / "llm.jsonl"
+    hooks = CampaignHooks(mutator_factory=build_mutator, evaluator_factory=fake_evaluator_factory)
+
+    def run(mode: str, base_url: str, out: str) -> Path:
+        llm = {"kind": "llm", "base_url": base_url, "api_key_env": LLM_KEY_ENV, "retries": 0, "mode": mode,
+               "record_path": str(record), "replay_match": "exact", "price_in_per_mtok": 1.0, "weight": 3.0}
+        config = write_config(tmp_path, islands={"count": 1, "population": 2, "offspring": 2},
+                              evaluators={"count": 1}, mutators=[llm, {"kind": "optuna"}],
+                              selection={"policy": "fixed"}, budget={"generations": 3},
+                              output_dir=str(tmp_path / out))
+        summary = campaign(config, hooks)[0].run()
+        assert summary["status"] == "finished"
+        return Path(summary["run_dir"])
+
+    with FakeOpenAI(responder=responder) as server:
+        recorded = run("record", server.base_url, "recorded")
+        url = server.base_url
+    replayed = run("replay", url, "replayed")  # the server is gone
+
+    def key(run_dir: Path) -> list[tuple]:
+        return [(r["origin"]["generation"], r["origin"]["mutator"], r["candidate"]["id"], r["evaluation"]["status"])
+                for r in history(run_dir)]
+
+    llm_made = [k for k in key(recorded) if k[1] == "llm"]
+    assert len({k[2] for k in llm_made}) >= 2  # the LLM's kernels were part of the search
+    assert sorted(key(replayed)) == sorted(key(recorded))
+    usage = llm_usage(load_run(replayed))
+    before = llm_usage(load_run(recorded))
+    assert usage is not None and before is not None and usage.replay_misses == 0
+    assert usage.spent_usd == pytest.approx(before.spent_usd) and usage.requests == before.requests
 
 
 def fake_latency_ms_of_faster() -> float:

@@ -191,9 +191,10 @@ def test_the_prompt_holds_nothing_the_evaluator_measured_about_itself(parent):
     from mutators.llm_prompt import fitness_lines
 
     timed = parent.evaluation.with_(latency_detail={**parent.evaluation.latency_detail, "model_s": 1.234,
-                                                    "full_run_estimate_s": 88.0})
+                                                    "full_run_estimate_s": 88.0, "sample_seed": "9405021867"})
     lines = "\n".join(fitness_lines(timed))
     assert "registers: 40" in lines and "model_s" not in lines and "full_run" not in lines
+    assert "sample_seed" not in lines and "9405021867" not in lines  # drawn per run: a replay could not match
 
 
 def test_the_budget_stops_llm_proposals_once_spent(task, parent, tmp_path):

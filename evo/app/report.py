@@ -154,12 +154,15 @@ def _mutators(run: RunData, trace: Trace) -> list[d.Block]:
         out.append(d.Para("No LLM mutator in this run: $0."))
     else:
         budget = run.config.budget.llm_usd if run.config.budget else None
+        paused = f"; paused {usage.pauses} time(s) after failures in a row" if usage.pauses else ""
         out.append(d.table(["", ""], [
             ["dollars spent", f"${run.llm_usd:.4f}" + (f" of a ${budget} budget" if budget is not None else "")],
-            ["requests (failed)", f"{usage.requests} ({usage.failed_requests})"],
+            ["requests (failed)", f"{usage.requests} ({usage.failed_requests}){paused}"],
             ["tokens in / out", f"{usage.prompt_tokens} / {usage.completion_tokens}"],
             ["replies that could not be applied", f"{usage.unusable_replies} of {usage.proposals}"],
-            ["mode", ", ".join(sorted({m.mode for m in run.config.mutators if isinstance(m, LLMConfig)}))]]))
+            ["mode", ", ".join(sorted({m.mode for m in run.config.mutators if isinstance(m, LLMConfig)}))],
+            *([["replay misses (prompts the record had no reply for)", str(usage.replay_misses)]]
+              if any(isinstance(m, LLMConfig) and m.mode == "replay" for m in run.config.mutators) else [])]))
     return out
 
 

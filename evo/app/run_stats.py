@@ -62,6 +62,8 @@ class LLMUsage:
     spent_usd: float
     unusable_replies: int
     proposals: int
+    replay_misses: int  # replayed requests the record had no reply for (0: the replay was exact)
+    pauses: int  # pauses after requests failed in a row
 
 
 def llm_usage(run: RunData) -> LLMUsage | None:
@@ -76,7 +78,7 @@ def llm_usage(run: RunData) -> LLMUsage | None:
     return LLMUsage(total("requests", 0), total("requests", 2), total("tokens", 0), total("tokens", 1),
                     sum(float(s.get("spent_usd", 0.0)) for s in states),
                     sum(int(c.get("unusable_replies", 0)) for c in counts),
-                    sum(int(c.get("proposals", 0)) for c in counts))
+                    sum(int(c.get("proposals", 0)) for c in counts), total("replay_misses"), total("pauses"))
 
 
 @dataclass(frozen=True)
