@@ -91,6 +91,10 @@ def test_resume_accepts_a_new_budget_but_not_other_changes(tmp_path):
     assert again is not None and again.generations == 9
 
 
+def snapshot(run: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
+
+
 def test_resume_refuses_an_edited_run_config_and_a_finished_run_unless_its_budget_grows(tmp_path):
     hooks = CampaignHooks(mutator_factory=fake_mutator_factory)
     base = {"task": {"name": "softmax"}, "mutators": [{"kind": "optuna"}], "budget": {"generations": 2},
@@ -108,6 +112,19 @@ def test_resume_refuses_an_edited_run_config_and_a_finished_run_unless_its_budge
     with pytest.raises(ConfigError, match=r"is finished \(generation budget reached \(2\)\); resuming it would"):
         prepare(None, resume=str(run), hooks=hooks)
     assert (run / "config.yaml").read_text() == original  # a refused resume changes nothing
+    before = snapshot(run)
+    longer_but_other_task = write(tmp_path, yaml.safe_dump({**base, "task": {"name": "layernorm"},
+                                                            "budget": {"generations": 9}}))
+    with pytest.raises(ConfigError, match="differs from the run's config in task"):
+        prepare(str(longer_but_other_task), resume=str(run), hooks=hooks)
+
+    def broken(cfg, *, run_dir, seed):
+        raise RuntimeError("no API key")
+
+    longer = write(tmp_path, yaml.safe_dump({**base, "budget": {"generations": 9}}))
+    with pytest.raises(ConfigError, match="no API key"):  # refused after the budget was accepted
+        prepare(str(longer), resume=str(run), hooks=CampaignHooks(mutator_factory=broken))
+    assert snapshot(run) == before  # not a byte written by either refusal
     edited = yaml.safe_load(original)
     edited["budget"]["generations"] = 4  # the budget may be raised in the run's own config too
     (run / "config.yaml").write_text(yaml.safe_dump(edited))
