@@ -13,6 +13,7 @@ from evo.contracts.mutator_config import (
     OptunaConfig,
     SelectionConfig,
     StokeConfig,
+    SweepConfig,
 )
 from mutators.base import Mutator
 from mutators.selection import UCB1, FixedWeights, Selector, Thompson
@@ -36,6 +37,10 @@ def build_mutator(cfg: AnyMutatorConfig, *, run_dir: Path, seed: int) -> Mutator
         from mutators.llm import LLMMutator
 
         return LLMMutator(cfg, run_dir=run_dir)
+    if isinstance(cfg, SweepConfig):
+        from mutators.sweep import SweepMutator
+
+        return SweepMutator(cfg, seed=seed)
     raise ValueError(f"unknown mutator kind {getattr(cfg, 'kind', cfg)!r}; valid: {', '.join(MUTATOR_KINDS)}")
 
 

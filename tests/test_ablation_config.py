@@ -89,11 +89,14 @@ def test_the_shipped_ablation_compares_every_mutator_subset_with_the_llm_replaye
     kinds = {name: sorted(m.kind for m in cfg.mutators) for name, cfg in ab.variants.items()}
     assert kinds == {"llm": ["llm"], "stoke": ["stoke"], "optuna": ["optuna"], "llm-stoke": ["llm", "stoke"],
                      "llm-optuna": ["llm", "optuna"], "stoke-optuna": ["optuna", "stoke"],
-                     "all-fixed": ["llm", "optuna", "stoke"], "all-bandit": ["llm", "optuna", "stoke"]}
+                     "all-fixed": ["llm", "optuna", "stoke"], "all-bandit": ["llm", "optuna", "stoke"],
+                     "random-search": ["sweep"], "grid-sweep": ["sweep"]}
+    assert [m.order for v in ("random-search", "grid-sweep") for m in ab.variants[v].mutators  # type: ignore[union-attr]
+            ] == ["random", "grid"]
     assert ab.variants["all-fixed"].selection.policy == "fixed"
     assert ab.variants["all-bandit"].selection.policy == "ucb1"
     llms = [m for cfg in ab.variants.values() for m in cfg.mutators if m.kind == "llm"]
     assert {(m.mode, m.replay_match) for m in llms} == {("replay", "kernel")}
     assert all(m.record_path and Path(m.record_path).is_file() for m in llms)
-    assert len(ab.runs()) == 8 * len(ab.cfg.seeds)
+    assert len(ab.runs()) == 10 * len(ab.cfg.seeds)
     preflight(ab)  # every variant's task and mutators build, with no key and no network

@@ -5,17 +5,28 @@ from __future__ import annotations
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from evo.contracts.mutator_config import LLMConfig, MutatorConfig, OptunaConfig, SelectionConfig, StokeConfig
+from evo.contracts.mutator_config import (
+    AnyMutatorConfig,
+    LLMConfig,
+    MutatorConfig,
+    OptunaConfig,
+    SelectionConfig,
+    StokeConfig,
+    SweepConfig,
+)
 from mutators.factory import build_mutator
 from mutators.llm import LLMMutator
 from mutators.optuna_tuner import OptunaMutator
 from mutators.stoke import StokeMutator
 
-ENTRY: TypeAdapter[StokeConfig | OptunaConfig | LLMConfig] = TypeAdapter(MutatorConfig)
+ENTRY: TypeAdapter[AnyMutatorConfig] = TypeAdapter(MutatorConfig)
 
 
 def test_entries_are_chosen_by_kind_and_unknown_kinds_name_the_valid_ones():
     assert isinstance(ENTRY.validate_python({"kind": "stoke", "chain_length": 3}), StokeConfig)
+    assert isinstance(ENTRY.validate_python({"kind": "sweep", "order": "grid"}), SweepConfig)
+    with pytest.raises(ValidationError, match="'random' or 'grid'"):
+        ENTRY.validate_python({"kind": "sweep", "order": "spiral"})
     with pytest.raises(ValidationError, match=r"'genetic'.*expected tags: 'stoke', 'optuna', 'llm'"):
         ENTRY.validate_python({"kind": "genetic"})
     with pytest.raises(ValidationError, match="chain_lenght"):

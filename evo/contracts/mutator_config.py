@@ -123,7 +123,19 @@ class LLMConfig(Strict):
         return v
 
 
-AnyMutatorConfig = StokeConfig | OptunaConfig | LLMConfig
+class SweepConfig(Strict):
+    """A baseline, not a search: points of the seed's SPACE, each proposed once (see `mutators.sweep`).
+    `order`: random (uniform draws without replacement: random search) or grid (every point in
+    order: an exhaustive sweep). `per_proposal` points per pull. Exhausted once every point is out."""
+
+    kind: Literal["sweep"] = "sweep"
+    name: str | None = None
+    weight: float = Field(default=1.0, ge=0)
+    order: Literal["random", "grid"] = "random"
+    per_proposal: int = Field(default=4, ge=1)
+
+
+AnyMutatorConfig = StokeConfig | OptunaConfig | LLMConfig | SweepConfig
 MutatorConfig = Annotated[AnyMutatorConfig, Field(discriminator="kind")]
 MUTATOR_KINDS: tuple[str, ...] = tuple(str(m.model_fields["kind"].default) for m in get_args(AnyMutatorConfig))
 

@@ -15,7 +15,7 @@ import msgpack
 import pytest
 
 from evo.contracts.candidate import Candidate
-from evo.contracts.mutator_config import LLMConfig, OptunaConfig, StokeConfig
+from evo.contracts.mutator_config import LLMConfig, OptunaConfig, StokeConfig, SweepConfig
 from evo.contracts.native_task import NativeTask
 from evo.contracts.records import Individual, Proposal
 from evo.contracts.verdict import Evaluation, Status
@@ -29,7 +29,7 @@ from tests.fakes.standin import fake_evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
 REWRITE = (ROOT / "tests" / "candidates" / "softmax" / "one_pass.py").read_text()
-KINDS = ("stoke", "optuna", "llm")
+KINDS = ("stoke", "optuna", "llm", "sweep")
 
 
 def _reply(body: dict) -> Reply:
@@ -56,8 +56,10 @@ def factory(request: pytest.FixtureRequest, server: FakeOpenAI, tmp_path: Path, 
 
     def make(kind: str) -> Mutator:
         run_dir = tmp_path / f"run{next(count)}"
-        cfg: StokeConfig | OptunaConfig | LLMConfig
-        if kind == "stoke":
+        cfg: StokeConfig | OptunaConfig | LLMConfig | SweepConfig
+        if kind == "sweep":
+            cfg = SweepConfig(per_proposal=3)
+        elif kind == "stoke":
             cfg = StokeConfig(chain_length=4)
         elif kind == "optuna":
             cfg = OptunaConfig(trials_per_proposal=3)
