@@ -12,9 +12,9 @@ the run starts from, as `seed.py` (so the seed's SPACE is the one the run used).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -106,19 +106,22 @@ class TaskFiles:
             raise ConfigError(f"{root} does not hold a run's task files ({type(e).__name__}: {e})") from None
 
     def build(self, root: Path | None = None) -> Task:
-        """The task, built from the files under `root` (written there if missing), else from a folder
-        of this process's machine named after their content."""
+        """The task, built from the files under `root` (written there if missing), else from a private
+        folder of this process (made once per content, removed when the process exits)."""
         from evo.contracts.task_loader import build_task
 
         if root is None:
-            root = Path(tempfile.gettempdir()) / f"evo-task-{self.digest[:16]}"
-            if not (root / MANIFEST).is_file():
-                staging = Path(tempfile.mkdtemp(prefix=f"{root.name}-", dir=root.parent))
-                self.write(staging)
-                try:
-                    os.rename(staging, root)
-                except OSError:  # another process made it first: same content
-                    shutil.rmtree(staging, ignore_errors=True)
+            digest = self.digest
+            root = _BUILT.get(digest)
+            if root is None:
+                # private (0700, unpredictable name): another user of this machine cannot plant a task module
+                root = Path(tempfile.mkdtemp(prefix="evo-task-"))
+                atexit.register(shutil.rmtree, root, ignore_errors=True)
+                self.write(root)
+                _BUILT[digest] = root
         elif not (root / MANIFEST).is_file():
             self.write(root)
         return build_task(self.config, root)
+
+
+_BUILT: dict[str, Path] = {}  # content digest -> where this process wrote those files
