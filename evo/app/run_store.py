@@ -2,7 +2,8 @@
 
     RUN_DIR/
       config.yaml        the resolved config (names of secret variables only, never their values)
-      run.json           where relative paths in the config resolve, when the run was created
+      run.json           where relative paths in the config resolved, when the run was created, the config used
+      inputs/            copies of every file the run reads (`evo.app.run_inputs`); --resume reads only these
       history.msgpack    append-only: one record per evaluation run (candidate, lineage, verdict)
       events.msgpack     append-only: generations, migrations, restored actors, stops
       checkpoints/gen-NNNNNN/{driver,island-II}.msgpack   the last two complete checkpoints
