@@ -118,7 +118,7 @@ def _reopen(config_path: str | None, resume: str, hooks: CampaignHooks | None) -
                           "resuming it would change nothing. To extend it, raise its budget: evo run CONFIG "
                           f"--resume {store.path}, with a config that differs from the run's only in `budget`")
     check_runnable(cfg)
-    files = run_inputs.task_files(store)
+    files = run_inputs.task_files(store, cfg)
     task = files.build(run_inputs.task_root(store.path))
     seed = seed_of(task)
     mutators = run_inputs.mutators(cfg, store.path)

@@ -107,8 +107,7 @@ class RunData:
 
     def clock(self, times: list[float]) -> list[float]:
         """Campaign wall time (pauses between sessions excluded) at each of these epoch `times`."""
-        stamps = [r.time for r in self.records]
-        return _session_clock(list(self.events), times) if stamps or self.events else list(times)
+        return _session_clock(list(self.events), times)
 
     def by_id(self) -> dict[str, Record]:
         """The record of each candidate id, the full evaluation where there is one."""

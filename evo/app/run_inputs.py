@@ -50,13 +50,12 @@ def keep(run_dir: Path, files: TaskFiles, cfg: Config, given_text: str | None) -
             shutil.copyfile(source, target)
 
 
-def task_files(store: RunStore) -> TaskFiles:
-    """The run's task by content: its kept copy (made now, from where the run started, for a run
-    made before runs kept one)."""
+def task_files(store: RunStore, cfg: Config) -> TaskFiles:
+    """The run's task by content: its kept copy (made now, from where the run started and `cfg`, the
+    run's config, for a run made before runs kept one)."""
     root = task_root(store.path)
     if (root / MANIFEST).is_file():
         return TaskFiles.read(root)
-    cfg = store.config()
     files = TaskFiles.collect(cfg.task, store.config_dir())
     files = files.with_seed(seed_of(files.build()).source)
     files.write(root)
