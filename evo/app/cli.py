@@ -1,4 +1,4 @@
-"""Command line: ``python -m evo {run,eval,check,ablate,report} ...``.
+"""Command line: ``python -m evo {run,eval,check,ablate,report,export} ...``.
 
 Exit codes: 0 success, 1 the candidate or task was rejected, 2 a usage or config error (a message
 naming the problem, no traceback).
@@ -174,6 +174,21 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     return 0 if statuses <= {RunStatus.FINISHED} else 1
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from evo.app.export import export
+    from evo.app.export_shapes import ShapeRuleError
+    from evo.app.export_torch_op import ExportError
+
+    try:
+        done = export(args.run_dir, args.kind, name=args.name, output=args.output)
+    except (ExportError, ShapeRuleError) as e:
+        raise UsageError(str(e)) from e
+    for line in done.lines:
+        say(line)
+    print(json.dumps({"files": [str(f) for f in done.files]}))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="evo", description="Evolutionary search for fast, equivalent Triton kernels")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -207,6 +222,15 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="write a run directory's report (report.html, self-contained; report.md)")
     rep.add_argument("run_dir")
     rep.set_defaults(func=cmd_report)
+    x = sub.add_parser("export", help="write a run's best kernel as a PyTorch operator or a Triton autotune table")
+    x.add_argument("run_dir")
+    x.add_argument("--as", dest="kind", required=True, choices=["torch-op", "autotune"],
+                   help="torch-op: a module registering the kernel with torch.library.custom_op, and its test; "
+                   "autotune: the best structure with @triton.autotune over the fastest configs measured")
+    x.add_argument("--name", help="the operator's name, NAMESPACE::OP (torch-op)")
+    x.add_argument("--output", metavar="FILE",
+                   help="the module to write (default RUN_DIR/export/torch_op.py or autotune.py)")
+    x.set_defaults(func=cmd_export)
     return ap
 
 

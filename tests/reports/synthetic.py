@@ -5,6 +5,7 @@ seed, a run in progress) without running a campaign."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,13 +55,15 @@ def candidate(i: int) -> Candidate:
 def make_run(root: Path, name: str, evs: list[Ev], *, kinds: tuple[str, ...] = ("stoke",),
              status: str | None = "finished", sessions: tuple[float, ...] = (0.0,),
              llm_usd_by_generation: dict[int, float] | None = None,
-             extra_events: tuple[dict[str, Any], ...] = ()) -> Built:
-    """A run directory; `sessions` are the start times (seconds) of the start and of each resume."""
+             extra_events: tuple[dict[str, Any], ...] = (), task: str = "softmax",
+             pick: Callable[[int], Candidate] = candidate) -> Built:
+    """A run directory; `sessions` are the start times (seconds) of the start and of each resume;
+    evaluation i is of `pick(i)` (default: the softmax seed, then variants of it) on library `task`."""
     path = root / name
     path.mkdir(parents=True)
     (path / "checkpoints").mkdir()
     mutators = [{"kind": k} for k in kinds]
-    (path / "config.yaml").write_text(yaml.safe_dump({"name": name, "task": {"name": "softmax"},
+    (path / "config.yaml").write_text(yaml.safe_dump({"name": name, "task": {"name": task},
                                                       "mutators": mutators}))
     (path / "run.json").write_text(json.dumps({"config_dir": str(root), "created": "synthetic"}))
     history, events = MsgpackLog(path / "history.msgpack"), MsgpackLog(path / "events.msgpack")
@@ -69,14 +72,14 @@ def make_run(root: Path, name: str, evs: list[Ev], *, kinds: tuple[str, ...] = (
     built = Built(path)
     best: int | None = None
     for i, e in enumerate(evs):
-        c = candidate(i if e.same_as is None else e.same_as)
+        c = pick(i if e.same_as is None else e.same_as)
         built.candidates.append(c)
         parent = e.parent if e.parent is not None else best
         ev = Evaluation(c.id, "softmax-synthetic", "cpu", e.status, reason=e.reason, level=e.level,
                         error=0.0 if e.status is Status.OK else 1.0, latency_ms=e.latency_ms,
                         latency_source=LatencySource.MODEL if e.latency_ms is not None else None, latency_gpu="h100",
                         incidents=list(e.incidents))
-        proposal = Proposal(c, e.mutator, tuple([candidate(parent).id]) if parent is not None and i else (), 0,
+        proposal = Proposal(c, e.mutator, tuple([pick(parent).id]) if parent is not None and i else (), 0,
                             0 if i == 0 else e.generation, e.note)
         record = Individual(proposal, ev, seconds=0.5, evaluator="evaluator-0", time=T0 + e.at_s)
         history.append({"kind": "evaluation", **record.to_dict()})
@@ -91,7 +94,7 @@ def make_run(root: Path, name: str, evs: list[Ev], *, kinds: tuple[str, ...] = (
     if status is not None:
         last = max((e.at_s for e in evs), default=0.0)
         (path / "summary.json").write_text(json.dumps({
-            "name": name, "status": status, "stop_reason": "synthetic", "task": "softmax",
+            "name": name, "status": status, "stop_reason": "synthetic", "task": task,
             "wall_time_s": last,
-            "llm_usd": max((llm_usd_by_generation or {0: 0.0}).values()), "seed": {"id": SEED.id}}))
+            "llm_usd": max((llm_usd_by_generation or {0: 0.0}).values()), "seed": {"id": pick(0).id}}))
     return built

@@ -1,0 +1,101 @@
+"""Check an exported PyTorch operator against its run's task: every check size, every input
+distribution, the outputs' shapes, dtypes and values within the task's tolerance.
+
+Used by the test file `evo export --as torch-op` writes beside the operator module. On a machine
+without a GPU the kernel runs in Triton's interpreter: `TRITON_INTERPRET=1` must be set before
+triton is first imported (the written test file does it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evo.app.export import run_task
+from fitness.check.compare import compare
+from fitness.latency.bench_tensors import make_tensor
+
+
+def load_module(path: Path) -> Any:
+    """Import the operator module (which registers the op)."""
+    name = f"evo_export_{abs(hash(str(path.resolve())))}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _to_numpy(t: Any, dtype: str) -> np.ndarray:
+    import torch
+
+    t = t.detach().cpu().contiguous()
+    if dtype == "bfloat16":
+        return np.asarray(t.view(torch.int16).numpy().view(np.uint16))
+    return np.asarray(t.numpy())
+
+
+def _case_tensors(torch: Any, inputs: list[Any], device: str) -> list[Any]:
+    return [make_tensor(torch, {"dtype": t.dtype, "shape": list(t.shape), "data": t.data.tobytes()}, device)
+            for t in inputs]
+
+
+def refuses_other_dtypes(module: Path, run_dir: Path, op: str, *, device: str = "cpu") -> bool:
+    """Whether the op refuses a float input of a dtype the kernel was not checked with (True when
+    the task has no float input)."""
+    import torch
+
+    load_module(module)
+    namespace, name = op.split("::")
+    fn = getattr(getattr(torch.ops, namespace), name)
+    task = run_task(run_dir)
+    args = _case_tensors(torch, task.case_data(task.cases(draws=1, every_dist=False)[0]).inputs, device)
+    k = next((i for i, a in enumerate(args) if a.is_floating_point()), None)
+    if k is None:
+        return True
+    args[k] = args[k].to(torch.float64 if args[k].dtype != torch.float64 else torch.float32)
+    try:
+        fn(*args)
+    except TypeError:
+        return True
+    return False
+
+
+def check_op(module: Path, run_dir: Path, op: str, *, device: str = "cpu", compiled: bool = False) -> list[str]:
+    """The problems found (empty: the op matches the reference on every check case)."""
+    import torch
+
+    load_module(module)
+    namespace, name = op.split("::")
+    fn = getattr(getattr(torch.ops, namespace), name)
+    call = torch.compile(fn, fullgraph=True) if compiled else fn
+    task = run_task(run_dir)
+    problems: list[str] = []
+    for case in task.cases(draws=1):
+        data = task.case_data(case)
+        args = _case_tensors(torch, data.inputs, device)
+        got = call(*args)
+        outs = list(got) if isinstance(got, (tuple, list)) else [got]
+        if len(outs) != len(data.expected):
+            problems.append(f"{case.label()}: {len(outs)} outputs, expected {len(data.expected)}")
+            continue
+        for k, (out, want, dtype) in enumerate(zip(outs, data.expected, data.output_dtypes)):
+            where = f"{case.label()}, output {k}"
+            if tuple(out.shape) != tuple(want.shape):
+                problems.append(f"{where}: shape {tuple(out.shape)}, expected {tuple(want.shape)}")
+                continue
+            if str(out.dtype).replace("torch.", "") != dtype:
+                problems.append(f"{where}: dtype {out.dtype}, expected {dtype}")
+                continue
+            diff = compare(_to_numpy(out, dtype), dtype, want, task.tolerance_for(dtype))
+            if not diff.ok:
+                problems.append(f"{where}: {diff.describe()}")
+    return problems
