@@ -15,10 +15,7 @@ from evo.contracts.records import Individual
 from evo.contracts.task import Task
 from evo.contracts.verdict import Evaluation
 
-SYSTEM = """You are an expert GPU performance engineer who writes Triton kernels.
-You improve a working Triton kernel so that it runs faster while computing exactly what the reference computes.
-
-The candidate contract (a kernel that breaks it is rejected before it runs):
+CONTRACT = """The candidate contract (a kernel that breaks it is rejected before it runs):
 - The answer is one Python module defining at least one @triton.jit kernel and
   `launch(*inputs, *outputs, **params)`, which launches the kernel(s) as kernel[grid](...).
 - Inputs are contiguous torch tensors on the device; outputs are pre-allocated by the harness and
@@ -31,7 +28,12 @@ The candidate contract (a kernel that breaks it is rejected before it runs):
   exec/eval or introspection.
 - Correctness is checked against the reference in float64 on many sizes (including 1, primes and
   sizes that are not multiples of any block), several input draws and value distributions, with
-  guard zones around every buffer: mask every load and store, handle any size.
+  guard zones around every buffer: mask every load and store, handle any size."""
+
+SYSTEM = f"""You are an expert GPU performance engineer who writes Triton kernels.
+You improve a working Triton kernel so that it runs faster while computing exactly what the reference computes.
+
+{CONTRACT}
 
 Reply with either the complete new module in one ```python block, or with edits to the current
 kernel in this exact form (each SEARCH text copied exactly from the current kernel, once):

@@ -7,11 +7,14 @@ import logging
 import math
 import os
 import shutil
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evo.app import ray_auth, run_inputs
+from evo.app.lowering import llm_entry, lower
 from evo.app.run_inputs import seed_of
 from evo.app.run_store import RESUMABLE_CHANGES, RunStore
 from evo.contracts.candidate import Candidate
@@ -81,20 +84,30 @@ def prepare_config(cfg: Config, config_dir: Path, *, output: str | Path | None =
     the run reads (`run_inputs`), so `--resume` needs none of them."""
     cfg = with_resolved_paths(cfg, config_dir)
     check_runnable(cfg)
+    hooks = hooks or CampaignHooks()
     files = TaskFiles.collect(cfg.task, config_dir)
     task = files.build()
-    seed = seed_of(task)
-    files = files.with_seed(seed.source)
+    entry = llm_entry(cfg, task) if not task.seed_source else None  # no seed: an llm mutator writes one
     out = Path(output or cfg.output_dir).expanduser()
     store = RunStore.create(out.resolve(), cfg, config_dir=config_dir)
+    notes: list[str] = []
     try:
+        check_mutators(cfg, hooks.mutator_factory, store.path)
+        if entry is not None:
+            lowered = lower(task, entry, run_dir=store.path, cfg=cfg, factory=hooks.evaluator_factory,
+                            say=lambda line: print(f"evo: {line}", file=sys.stderr, flush=True))
+            seed = lowered.seed
+            store.events.append({**lowered.event(), "time": time.time()})
+            notes.append(lowered.note())
+        else:
+            seed = seed_of(task)
+        files = files.with_seed(seed.source)
         run_inputs.keep(store.path, files, cfg, given_text)
-        check_mutators(cfg, (hooks or CampaignHooks()).mutator_factory, store.path)
     except ConfigError:
-        shutil.rmtree(store.path, ignore_errors=True)  # nothing ran: leave no empty run behind
+        shutil.rmtree(store.path, ignore_errors=True)  # nothing ran: leave no run behind
         raise
     mutators = run_inputs.mutators(cfg, store.path)
-    return Prepared(cfg, store, files.build(run_inputs.task_root(store.path)), seed, files, mutators, False, [])
+    return Prepared(cfg, store, files.build(run_inputs.task_root(store.path)), seed, files, mutators, False, notes)
 
 
 def _reopen(config_path: str | None, resume: str, hooks: CampaignHooks | None) -> Prepared:

@@ -86,7 +86,9 @@ class LLMConfig(Strict):
     got no reply, the mutator pauses (the island's other mutators go on) for `pause_s`, doubling with
     each further pause up to `max_pause_s`; one reply ends the pauses. The prompt shows at most
     `max_failures_in_prompt` recent failures and `max_inspirations` other kernels, each reason cut at
-    `reason_chars` and each source at `source_chars`."""
+    `reason_chars` and each source at `source_chars`. A task without a seed kernel gets its first
+    kernel from the first `llm` mutator's model (`evo.app.lowering`), which has `lowering_attempts`
+    tries, each rejected one returned with the checker's verdict."""
 
     kind: Literal["llm"] = "llm"
     name: str | None = None
@@ -114,6 +116,7 @@ class LLMConfig(Strict):
     mode: LLMMode = "live"
     record_path: str | None = None
     replay_match: ReplayMatch = "exact"
+    lowering_attempts: int = Field(default=4, ge=1)
 
     @field_validator("api_key_env")
     @classmethod
