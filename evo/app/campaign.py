@@ -27,6 +27,7 @@ from evo.app.campaign_setup import (
     evaluator_plan,
     release_ray,
 )
+from evo.app.metrics import CampaignMetrics
 from evo.app.progress import Display, IslandRow, Totals
 from evo.app.results import individual_summary, standalone_kernel
 from evo.contracts.records import Individual, best_of
@@ -79,11 +80,13 @@ class Campaign:
         self.summary: dict[str, Any] = {}
         self.sandbox = ""  # the evaluation workers' OS isolation, as they reported it
         self.t0 = time.monotonic()
+        self.metrics: CampaignMetrics | None = None  # Ray's view of the progress, from start()
 
     # -- start ---------------------------------------------------------------------------------
 
     def start(self) -> None:
         self.started_ray = connect_ray(self.cfg)
+        self.metrics = CampaignMetrics(self.cfg.name, self.store.path.name, warn=self.display.message)
         plan = evaluator_plan(self.cfg)
         task_spec = self.p.task_files
         ev_spec = EvaluatorSpec(task_spec, self.cfg.evaluation, self.hooks.evaluator_factory)
@@ -184,7 +187,10 @@ class Campaign:
             row.failures[key] = row.failures.get(key, 0) + 1
             self.store.events.append({"kind": "proposal_failed", "island": r.island, "generation": r.generation,
                                       "mutator": f.mutator, "parents": list(f.parents), "error": f.error})
-        self.display.update(row, self.rows, self._totals())
+        totals = self._totals()
+        self.display.update(row, self.rows, totals)
+        if self.metrics is not None:
+            self.metrics.record(totals)
 
     def _totals(self) -> Totals:
         speedups = [r.best_speedup for r in self.rows if r.best_speedup is not None]
