@@ -15,6 +15,10 @@ order of accumulation) as a Pareto front instead of a single best.
 Before any sampler draw, a new study receives the parent's own result as a completed trial and is
 queued the module's PARAMS and the known-good configs whose names match (`known_configs`). A
 config already tried in the study is told its known result at once and not proposed again.
+
+The studies read on their own in optuna-dashboard: a study's user attrs name its task, structure
+and the run directory that created it, its objectives are named, and every trial told from an
+evaluation carries the candidate's id, the verdict's status and the island that proposed it.
 """
 
 from __future__ import annotations
@@ -23,16 +27,19 @@ import hashlib
 import json
 import math
 import time
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import optuna
+from optuna.exceptions import ExperimentalWarning, UpdateFinishedTrialError
 from optuna.trial import TrialState, create_trial
 
 from evo.contracts.candidate import Candidate, module_literal
 from evo.contracts.mutator_config import OptunaConfig, Sampler
 from evo.contracts.records import Individual, Proposal
+from evo.contracts.task import Task
 from evo.contracts.verdict import Evaluation
 from mutators.base import MutationContext, Mutator
 from mutators.known_configs import known_configs
@@ -60,6 +67,7 @@ class OptunaMutator(Mutator):
         self.enqueue_known = cfg.enqueue_known
         self.name = cfg.name or self.kind
         self.storage = open_storage(cfg.storage, journal_path)
+        self.run = journal_path.parent.name  # the run directory: "<campaign name>-<start time>"
         self._studies: dict[str, optuna.Study] = {}
         self._results: dict[str, dict[str, _Result]] = {}  # study -> params key -> result
         self._waiting: dict[tuple[str, str], list[int]] = {}  # duplicates asked before the first was told
@@ -98,17 +106,25 @@ class OptunaMutator(Mutator):
         ratio = evaluation.max_error_ratio if math.isfinite(evaluation.max_error_ratio) else 1.0
         return (evaluation.latency_ms, ratio)
 
-    def _seed_study(self, study: optuna.Study, enc: Encoding, parent: Individual) -> None:
-        """Record the parent's result and queue PARAMS and known-good configs, once per study."""
+    def _seed_study(self, study: optuna.Study, enc: Encoding, parent: Individual, task: Task) -> None:
+        """Record the parent's result; once per study, describe it and queue PARAMS and known-good configs."""
         results = self._refresh(study)
         encoded = enc.encode(parent.candidate.params)
         values = self._values(parent.evaluation)
         if encoded is not None and values is not None and _key(encoded) not in results:
-            study.add_trial(create_trial(params=encoded, distributions=enc.distributions(), values=list(values),
-                                         user_attrs={"source": "parent"}))
+            study.add_trial(create_trial(
+                params=encoded, distributions=enc.distributions(), values=list(values),
+                user_attrs={"source": "parent", "candidate": parent.candidate.id,
+                            "status": parent.evaluation.status.value, "island": parent.proposal.island}))
             results[_key(encoded)] = values
         if study.user_attrs.get("seeded"):
             return
+        for attr, value in (("task", task.name), ("task_key", task.key), ("structure", parent.candidate.structure),
+                            ("run", self.run)):
+            study.set_user_attr(attr, value)
+        with warnings.catch_warnings():  # experimental since optuna 3.2; the dashboard labels its axes with them
+            warnings.simplefilter("ignore", ExperimentalWarning)
+            study.set_metric_names(["latency_ms", "max_error_ratio"][: self.objectives])
         study.set_user_attr("seeded", True)
         if not self.enqueue_known:
             return
@@ -126,7 +142,7 @@ class OptunaMutator(Mutator):
             return []
         name = self.study_name(ctx.task.key, parent.candidate)
         study = self._study(name, parent.candidate.structure)
-        self._seed_study(study, enc, parent)
+        self._seed_study(study, enc, parent, ctx.task)
         results = self._refresh(study)
         out: list[Proposal] = []
         batch: set[str] = set()
@@ -164,6 +180,17 @@ class OptunaMutator(Mutator):
             study.tell(number, list(result), skip_if_finished=True)
             self.counts["told_complete"] += 1
 
+    def _label(self, study: optuna.Study, numbers: list[int], attrs: dict[str, Any]) -> None:
+        """Set `attrs` on each trial, before its tell: a finished trial takes no more attrs."""
+        study_id = self.storage.get_study_id_from_name(study.study_name)
+        for n in numbers:
+            trial_id = self.storage.get_trial_id_from_study_id_trial_number(study_id, n)
+            try:
+                for attr, value in attrs.items():
+                    self.storage.set_trial_user_attr(trial_id, attr, value)
+            except UpdateFinishedTrialError:  # told already: the tell below skips it too
+                continue
+
     def observe(self, proposal: Proposal, evaluation: Evaluation) -> None:
         meta = proposal.meta
         if proposal.candidate is None or "study" not in meta:
@@ -171,15 +198,16 @@ class OptunaMutator(Mutator):
         name, key = str(meta["study"]), str(meta["key"])
         study = self._study(name, proposal.candidate.structure)
         result = self._values(evaluation)
+        numbers = [int(meta["trial"]), *self._waiting.pop((name, key), [])]
+        self._label(study, numbers, {"candidate": proposal.candidate.id, "status": evaluation.status.value,
+                                     "island": proposal.island})
         if evaluation.ok and result is None:  # correct, but nothing measured: no objective to report
-            study.tell(int(meta["trial"]), state=TrialState.PRUNED, skip_if_finished=True)
-            self.counts["told_pruned"] += 1
-            numbers = self._waiting.pop((name, key), [])
             for n in numbers:
                 study.tell(n, state=TrialState.PRUNED, skip_if_finished=True)
+            self.counts["told_pruned"] += 1
             return
         self._results.setdefault(name, {})[key] = result
-        for n in [int(meta["trial"]), *self._waiting.pop((name, key), [])]:
+        for n in numbers:
             self._tell(study, n, result)
 
     def best(self, task_key: str, candidate: Candidate) -> dict[str, Any] | None:

@@ -67,7 +67,9 @@ def test_known_good_configs_are_tried_first_in_the_candidates_names(matmul, tmp_
         tutorial["BLOCK_M"], tutorial["BLOCK_N"], tutorial["BLOCK_K"], tutorial["num_warps"], tutorial["num_stages"])
     assert all(p.candidate.source == props[0].candidate.source for p in props)  # only params change
     trials = study(m, matmul).get_trials()
-    assert trials[0].user_attrs == {"source": "parent"} and trials[0].state is TrialState.COMPLETE
+    assert trials[0].state is TrialState.COMPLETE
+    assert trials[0].user_attrs == {"source": "parent", "candidate": seed_of(matmul).candidate.id, "status": "ok",
+                                    "island": -1}
 
 
 def test_known_configs_skip_names_and_values_the_candidate_lacks():
