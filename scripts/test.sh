@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 echo "test: ruff"; .venv/bin/ruff check .
 echo "test: mypy"; .venv/bin/mypy evo fitness mutators islands tasks tests bench
+bash scripts/test_services.sh  # PostgreSQL for tests/test_optuna_postgres.py; never fails
 echo "test: pytest"; .venv/bin/python -m pytest -q "$@"
