@@ -107,7 +107,7 @@ def actor_vs_bare(run_dir: Path, task_name: str) -> tuple[float, float, int]:
     from evo.contracts.native_task import TASK_LIBRARY, NativeTask
     from evo.contracts.task_files import TaskFiles
     from fitness.evaluate import Evaluator
-    from islands.evaluator_actor import EvaluatorSpec, evaluator_actor_class
+    from islands.evaluator_actor import EvaluatorActor, EvaluatorSpec
 
     records = [r for r in MsgpackLog(run_dir / "history.msgpack").read()
                if r["kind"] == "evaluation" and r["origin"]["generation"] > 0]
@@ -115,7 +115,7 @@ def actor_vs_bare(run_dir: Path, task_name: str) -> tuple[float, float, int]:
     task = NativeTask(TASK_LIBRARY / task_name)
     seed = Candidate.from_source(task.seed_source or "")
     spec = EvaluatorSpec(TaskFiles.collect(TaskConfig(name=task_name), TASK_LIBRARY), EvaluationConfig())
-    actor = evaluator_actor_class().remote(spec, "bench")
+    actor: Any = ray.remote(EvaluatorActor).remote(spec, "bench")
     with Evaluator(task, spec.settings, device=ray.get(actor.info.remote()).device) as bare:
         ray.get(actor.evaluate.remote(seed, "full"))  # start both workers: not timed
         bare.evaluate(seed)

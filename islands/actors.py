@@ -1,4 +1,5 @@
-"""Thin Ray shells: the island actor, and helpers that start it and the evaluation broker.
+"""Thin actor shells: the island actor, and helpers that start it and the evaluation broker on a
+`Runtime` (Ray's, or this process's for the local executor).
 
 Islands and the broker run on the driver's node (they are light: the heavy work is evaluation), so
 the run directory, the Optuna journal and the LLM record are local files for them; evaluator
@@ -13,9 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import IslandsConfig
 from evo.contracts.history import pack, unpack
@@ -26,6 +24,7 @@ from islands.broker import BrokerSpec, EvaluationBroker
 from islands.evaluation import Answer
 from islands.island import Island
 from islands.report import GenerationReport
+from islands.runtime import Runtime
 from mutators.base import Mutator
 from mutators.factory import build_selector
 from mutators.selection import OperatorStats
@@ -58,17 +57,17 @@ class IslandSpec:
 class BrokerService:
     """`EvaluationService` backed by the broker actor."""
 
-    def __init__(self, broker: Any) -> None:
-        self.broker = broker
+    def __init__(self, broker: Any, runtime: Runtime) -> None:
+        self.broker, self.rt = broker, runtime
 
     def evaluate_many(self, proposals: Sequence[Proposal], level: str) -> list[Answer]:
-        return list(ray.get(self.broker.evaluate_many.remote(list(proposals), level)))
+        return list(self.rt.get(self.broker.evaluate_many.remote(list(proposals), level)))
 
 
 class IslandActor:
     """One `Island` in its own process; restored from `state` (a packed checkpoint) when given."""
 
-    def __init__(self, spec: IslandSpec, broker: Any, state: bytes | None = None) -> None:
+    def __init__(self, spec: IslandSpec, broker: Any, runtime: Runtime, state: bytes | None = None) -> None:
         import optuna
 
         # one INFO line per trial would drown the campaign's own progress lines in `ray job logs`
@@ -80,7 +79,7 @@ class IslandActor:
         weights = dict(zip(entry_names(mutators), (cfg.weight for cfg in spec.mutators)))
         selector = build_selector(spec.selection, weights)
         self.island = Island(i, spec.islands, task=task, mutators=mutators, selector=selector,
-                             service=BrokerService(broker), seed=spec.seed, hardware=spec.hardware)
+                             service=BrokerService(broker, runtime), seed=spec.seed, hardware=spec.hardware)
         if state is not None:
             self.island.load_state(unpack(state))
 
@@ -113,16 +112,10 @@ class IslandActor:
         return os.getpid()
 
 
-def _here() -> NodeAffinitySchedulingStrategy:
-    return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+def start_broker(spec: BrokerSpec, runtime: Runtime) -> Any:
+    """The broker actor on this (the driver's) node; call its `start()` to start the evaluators."""
+    return runtime.actor(EvaluationBroker, spec, runtime, name="broker", here=True)
 
 
-def start_broker(spec: BrokerSpec) -> Any:
-    """The broker actor on this (the driver's) node, its evaluators started."""
-    broker = ray.remote(EvaluationBroker).options(num_cpus=0, max_restarts=0, scheduling_strategy=_here()).remote(spec)
-    return broker
-
-
-def start_island(spec: IslandSpec, broker: Any, state: bytes | None = None) -> Any:
-    return ray.remote(IslandActor).options(num_cpus=0, max_restarts=0, scheduling_strategy=_here()).remote(
-        spec, broker, state)
+def start_island(spec: IslandSpec, broker: Any, runtime: Runtime, state: bytes | None = None) -> Any:
+    return runtime.actor(IslandActor, spec, broker, runtime, state, name=f"island-{spec.index}", here=True)

@@ -1,4 +1,5 @@
-"""The evaluation broker: one async Ray actor between the islands and the evaluator actors.
+"""The evaluation broker: one async actor (on Ray, or a thread with an event loop in the local
+executor) between the islands and the evaluator actors.
 
 Its `islands.evaluation.EvaluationLedger` (the shared cache and the history) makes a kernel found
 by two islands, or proposed again after a resume, evaluated once, even while the first evaluation
@@ -17,15 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
-
 from evo.contracts.candidate import Candidate
 from evo.contracts.history import MsgpackLog
 from evo.contracts.records import Proposal
 from evo.contracts.verdict import Evaluation, Status
 from islands.evaluation import Answer, EvaluationLedger, EvaluationStats, Run
-from islands.evaluator_actor import EvaluatorInfo, EvaluatorSpec, evaluator_actor_class
+from islands.evaluator_actor import EvaluatorActor, EvaluatorInfo, EvaluatorSpec
+from islands.runtime import Runtime
 
 
 class BrokerError(RuntimeError):
@@ -47,15 +46,14 @@ class BrokerSpec:
 class EvaluationBroker:
     """See the module docstring. Created by `islands.actors.start_broker`; call `start()` first."""
 
-    def __init__(self, spec: BrokerSpec) -> None:
-        self.spec = spec
+    def __init__(self, spec: BrokerSpec, runtime: Runtime) -> None:
+        self.spec, self.rt = spec, runtime
         self.ledger = EvaluationLedger(spec.task_key, history=MsgpackLog(Path(spec.history_path)))
         self.stats = self.ledger.stats
         self.idle: asyncio.Queue[tuple[Any, EvaluatorInfo]] = asyncio.Queue()
         self.events: list[dict[str, Any]] = []
         self._spawned = 0
         self.actors: dict[str, Any] = {}  # every live evaluator actor, idle or busy
-        self._actor_cls = evaluator_actor_class()
 
     @property
     def device(self) -> str:
@@ -64,17 +62,19 @@ class EvaluationBroker:
     async def _spawn(self) -> tuple[Any, EvaluatorInfo]:
         name = f"evaluator-{self._spawned}"
         self._spawned += 1
-        actor = self._actor_cls.options(num_cpus=self.spec.num_cpus, num_gpus=self.spec.num_gpus,
-                                        max_restarts=0).remote(self.spec.evaluator, name)
+        actor = self.rt.actor(EvaluatorActor, self.spec.evaluator, name, name=name, num_cpus=self.spec.num_cpus,
+                              num_gpus=self.spec.num_gpus)
         self.actors[name] = actor
         try:
-            info: EvaluatorInfo = await asyncio.wait_for(actor.info.remote(), self.spec.start_timeout_s)
-        except (asyncio.TimeoutError, GetTimeoutError):
-            ray.kill(actor)
-            raise BrokerError(f"{name} did not start within {self.spec.start_timeout_s:.0f} s "
-                              f"(cluster resources: {ray.available_resources()})") from None
-        except (RayActorError, RayTaskError) as e:
-            raise BrokerError(f"{name} failed to start: {e}") from None
+            info: EvaluatorInfo = await asyncio.wait_for(_awaitable(actor.info.remote()), self.spec.start_timeout_s)
+        except Exception as e:
+            if self.rt.timed_out(e):
+                self.rt.kill(actor)
+                raise BrokerError(f"{name} did not start within {self.spec.start_timeout_s:.0f} s "
+                                  f"(resources free: {self.rt.resources()})") from None
+            if self.rt.died(e) or self.rt.failed(e):
+                raise BrokerError(f"{name} failed to start: {e}") from None
+            raise
         if info.task_key != self.spec.task_key:
             raise BrokerError(f"{name} on node {info.node_id[:8]} built task {info.task_key}, the driver "
                               f"{self.spec.task_key}: the task files differ between nodes")
@@ -111,9 +111,19 @@ class EvaluationBroker:
             actor, info = await self.idle.get()
             start = time.monotonic()
             try:
-                evaluation, seconds = await asyncio.wait_for(actor.evaluate.remote(c, level), self.spec.actor_timeout_s)
-            except (asyncio.TimeoutError, GetTimeoutError):
-                ray.kill(actor, no_restart=True)
+                evaluation, seconds = await asyncio.wait_for(_awaitable(actor.evaluate.remote(c, level)),
+                                                             self.spec.actor_timeout_s)
+            except Exception as e:
+                if not (self.rt.timed_out(e) or self.rt.died(e) or self.rt.failed(e)):
+                    raise
+                failure = e
+            else:
+                self.idle.put_nowait((actor, info))
+                if incidents:
+                    evaluation = evaluation.with_(incidents=[*incidents, *evaluation.incidents])
+                return evaluation, seconds, info.name
+            if self.rt.timed_out(failure):
+                self.rt.kill(actor)
                 await self._replace(info, f"no answer within {self.spec.actor_timeout_s:.0f} s on {c.id}")
                 hangs += 1
                 incidents.append(f"evaluator {info.name} did not answer within {self.spec.actor_timeout_s:.0f} s "
@@ -124,21 +134,17 @@ class EvaluationBroker:
                           "fresh evaluators (each was killed and replaced)")
                 return (self._failed(c, level, Status.TIMEOUT, reason).with_(incidents=incidents),
                         time.monotonic() - start, info.name)
-            except RayActorError:
+            if self.rt.died(failure):
                 await self._replace(info, f"died while evaluating {c.id}")
                 incidents.append(f"evaluator {info.name} died during the evaluation (replaced)")
                 if len(incidents) - hangs < deaths_allowed:
                     continue
                 reason = f"evaluator actors died {deaths_allowed} times in a row on this candidate (each was replaced)"
                 return self._failed(c, level, Status.CRASH, reason).with_(incidents=incidents), 0.0, ""
-            except RayTaskError as e:  # the evaluator raised: a bug, not the candidate's verdict
-                self.idle.put_nowait((actor, info))
-                reason = f"the evaluator raised {str(e).strip().splitlines()[-1]}"
-                return self._failed(c, level, Status.CRASH, reason), 0.0, info.name
+            # the evaluator raised: a bug, not the candidate's verdict
             self.idle.put_nowait((actor, info))
-            if incidents:
-                evaluation = evaluation.with_(incidents=[*incidents, *evaluation.incidents])
-            return evaluation, seconds, info.name
+            reason = f"the evaluator raised {str(failure).strip().splitlines()[-1]}"
+            return self._failed(c, level, Status.CRASH, reason), 0.0, info.name
 
     async def _replace(self, dead: EvaluatorInfo, why: str) -> None:
         self.actors.pop(dead.name, None)
@@ -166,10 +172,14 @@ class EvaluationBroker:
         self.actors.clear()
         await asyncio.gather(*(self._close(a) for a in actors))
 
-    @staticmethod
-    async def _close(actor: Any) -> None:
+    async def _close(self, actor: Any) -> None:
         try:
-            await asyncio.wait_for(actor.close.remote(), 30)
+            await asyncio.wait_for(_awaitable(actor.close.remote()), 30)
         except Exception:
             pass  # it is killed next either way
-        ray.kill(actor)
+        self.rt.kill(actor)
+
+
+async def _awaitable(ref: Any) -> Any:
+    """`await ref` for a Ray ObjectRef or a local reference, as one coroutine (for `asyncio.wait_for`)."""
+    return await ref

@@ -1,7 +1,8 @@
-"""The evaluator actor: a thin Ray shell around one `fitness.evaluate.Evaluator` (and so one worker
-subprocess). On a cluster it holds one GPU (`num_gpus=1`); Ray sets CUDA_VISIBLE_DEVICES, which the
-worker inherits. The device is chosen by what torch sees (`torch.cuda.is_available()`), never by
-Ray's GPU count, so a node that advertises GPUs without CUDA still evaluates (in the interpreter).
+"""The evaluator actor: a thin shell (a Ray actor, or a thread of `islands.local_runtime`) around one
+`fitness.evaluate.Evaluator` (and so one worker subprocess). On a cluster it holds one GPU
+(`num_gpus=1`); Ray sets CUDA_VISIBLE_DEVICES, which the worker inherits. The device is chosen by
+what torch sees (`torch.cuda.is_available()`), never by Ray's GPU count, so a node that advertises
+GPUs without CUDA still evaluates (in the interpreter).
 
 Compiles and GPUs: an evaluator runs one evaluation at a time, its Triton compile included (Triton
 compiles at first launch, in the worker). What keeps GPUs from waiting on each other: the broker
@@ -18,7 +19,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig
@@ -83,14 +84,12 @@ class EvaluatorActor:
         self.evaluator = spec.factory(self.task, spec.settings, device)
 
     def info(self) -> EvaluatorInfo:
-        import ray
-
-        ctx = ray.get_runtime_context()
         isolation = getattr(self.evaluator, "isolation", None)  # raises when required and missing
         sandbox, problems = isolation() if isolation is not None else ("", [])
+        node, gpus = placement()
         return EvaluatorInfo(
-            self.name, os.getpid(), ctx.get_node_id(), self.evaluator.device,
-            os.environ.get("CUDA_VISIBLE_DEVICES"), tuple(str(g) for g in ray.get_gpu_ids()), self.task.key,
+            self.name, os.getpid(), node, self.evaluator.device,
+            os.environ.get("CUDA_VISIBLE_DEVICES"), gpus, self.task.key,
             cuda_device_name() if self.evaluator.device == "cuda" else "", sandbox, tuple(problems),
         )
 
@@ -103,7 +102,12 @@ class EvaluatorActor:
         self.evaluator.close()
 
 
-def evaluator_actor_class() -> Any:
-    import ray
-
-    return ray.remote(EvaluatorActor)
+def placement() -> tuple[str, tuple[str, ...]]:
+    """(node id, GPU ids) as Ray assigned them; ("local", ()) outside a Ray worker."""
+    try:
+        import ray
+    except ImportError:
+        return "local", ()
+    if not ray.is_initialized():
+        return "local", ()
+    return ray.get_runtime_context().get_node_id(), tuple(str(g) for g in ray.get_gpu_ids())

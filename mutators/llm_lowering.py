@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from evo.contracts.mutator_config import LLMConfig
 from evo.contracts.task import Task
-from mutators.llm_prompt import CONTRACT, _clip
+from mutators.llm_prompt import CONTRACT, clip
 
 SYSTEM = f"""You are an expert GPU performance engineer who writes Triton kernels.
 You write a correct Triton kernel for a computation given as a reference in numpy or PyTorch. Correctness
@@ -30,7 +30,7 @@ def signature_lines(task: Task) -> list[str]:
 def lowering_messages(task: Task, *, hardware: str, cfg: LLMConfig) -> list[dict[str, str]]:
     sections = [
         "## The reference (what the kernel must compute; evaluated in float64)",
-        f"```python\n{_clip(task.definition_text(), cfg.source_chars)}\n```",
+        f"```python\n{clip(task.definition_text(), cfg.source_chars)}\n```",
         f"dtype: {task.dtype}; check sizes: {task.check_sizes}; timed on: {task.bench_sizes}",
         *signature_lines(task),
         f"## Target hardware\n{hardware or 'unspecified'}",

@@ -64,7 +64,7 @@ def kernel_key(model: str, messages: Sequence[Mapping[str, str]]) -> str:
     return hashlib.sha256(f"{model}\n{current_kernel(messages)}".encode()).hexdigest()
 
 
-def _clip(text: str, n: int) -> str:
+def clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 20] + "\n... (truncated)"
 
 
@@ -114,8 +114,8 @@ def fitness_lines(e: Evaluation) -> list[str]:
 def failure_text(candidate: Candidate | None, e: Evaluation | None, error: str, cfg: LLMConfig) -> str:
     """Why one child failed: the reply problem, or status, reason, worst case and error size."""
     if e is None:
-        return f"- your reply could not be applied: {_clip(error, cfg.reason_chars)}"
-    parts = [f"- {e.status.value}: {_clip(e.reason, cfg.reason_chars)}"]
+        return f"- your reply could not be applied: {clip(error, cfg.reason_chars)}"
+    parts = [f"- {e.status.value}: {clip(e.reason, cfg.reason_chars)}"]
     if e.worst_case:
         parts.append(f"  worst case: {e.worst_case}")
     if math.isfinite(e.max_error_ratio) and e.max_error_ratio > 0:
@@ -132,10 +132,10 @@ def build_messages(task: Task, parent: Individual, *, failures: Sequence[str], i
     shown = source_with_params(parent.candidate)
     sections = [
         "## The reference (what the kernel must compute; evaluated in float64)",
-        f"```python\n{_clip(task.definition_text(), cfg.source_chars)}\n```",
+        f"```python\n{clip(task.definition_text(), cfg.source_chars)}\n```",
         f"dtype: {task.dtype}; check sizes: {task.check_sizes}; timed on: {task.bench_sizes}",
         f"## Target hardware\n{hardware or 'unspecified'}",
-        "## The current kernel", f"```python\n{_clip(shown, cfg.source_chars)}\n```",
+        "## The current kernel", f"```python\n{clip(shown, cfg.source_chars)}\n```",
         "Its fitness:\n" + "\n".join(f"- {line}" for line in fitness_lines(parent.evaluation)),
     ]
     if failures and cfg.max_failures_in_prompt:
@@ -146,7 +146,7 @@ def build_messages(task: Task, parent: Individual, *, failures: Sequence[str], i
         sections.append("## Other correct kernels from the population (for inspiration)")
         for s in others:
             lat = f"{s.latency_ms:.4g} ms" if s.latency_ms is not None else "latency not measured"
-            sections.append(f"{lat}:\n```python\n{_clip(source_with_params(s.candidate), cfg.source_chars)}\n```")
+            sections.append(f"{lat}:\n```python\n{clip(source_with_params(s.candidate), cfg.source_chars)}\n```")
     sections.append("## Your task\nWrite a faster kernel with the same semantics. Keep launch's signature "
                     "(task inputs, then outputs, then keyword meta-parameters listed in PARAMS).")
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(sections)}]

@@ -1,4 +1,5 @@
-"""The campaign driver: islands on Ray, generation by generation, until a budget is reached.
+"""The campaign driver: islands on Ray (or in this process, `evo.app.executor`), generation by
+generation, until a budget is reached.
 
 Each round brings every island actor to the next generation (in parallel; the islands' evaluations
 share the broker's evaluator actors). After a round: progress, migration every `interval`
@@ -14,19 +15,14 @@ import random
 import time
 from typing import Any
 
-import ray
-from ray.exceptions import RayActorError, RayTaskError
-
 from evo.app.campaign_setup import (
     CampaignError,
     CampaignHooks,
     Prepared,
     actor_timeout_s,
     budget_of,
-    connect_ray,
-    evaluator_plan,
-    release_ray,
 )
+from evo.app.executor import Session, open_session
 from evo.app.metrics import CampaignMetrics
 from evo.app.progress import Display, IslandRow, Totals
 from evo.app.results import individual_summary, standalone_kernel
@@ -40,6 +36,7 @@ from islands.evaluation import EvaluationStats
 from islands.evaluator_actor import EvaluatorSpec
 from islands.migration import route, targets
 from islands.report import GenerationReport
+from islands.runtime import Runtime
 from mutators.llm import NO_REPLY
 
 MAX_RESTORES_PER_ROUND = 3
@@ -53,9 +50,11 @@ def _last_line(e: BaseException) -> str:
 
 
 class Campaign:
-    """One run of islands on Ray; `run()` returns the summary it wrote."""
+    """One run of islands on an executor (`ray` or `local`); `run()` returns the summary it wrote."""
 
-    def __init__(self, prepared: Prepared, hooks: CampaignHooks, display: Display) -> None:
+    rt: Runtime  # from start()
+
+    def __init__(self, prepared: Prepared, hooks: CampaignHooks, display: Display, executor: str = "ray") -> None:
         self.p, self.cfg, self.store = prepared, prepared.cfg, prepared.store
         self.hooks, self.display = hooks, display
         n = self.cfg.islands.count
@@ -68,7 +67,8 @@ class Campaign:
         self.checkpointed = -1
         self.seed_latency_ms: float | None = None
         self.latency_source = ""
-        self.started_ray = False
+        self.executor = executor
+        self.session: Session | None = None
         self.broker: Any = None
         self.actors: list[Any] = []
         self.specs: list[IslandSpec] = []
@@ -85,18 +85,22 @@ class Campaign:
     # -- start ---------------------------------------------------------------------------------
 
     def start(self) -> None:
-        self.started_ray = connect_ray(self.cfg)
-        self.metrics = CampaignMetrics(self.cfg.name, self.store.path.name, warn=self.display.message)
-        plan = evaluator_plan(self.cfg)
+        self.session = open_session(self.executor, self.cfg)
+        self.rt = self.session.runtime
+        if self.executor == "ray":
+            self.metrics = CampaignMetrics(self.cfg.name, self.store.path.name, warn=self.display.message)
+        plan = self.session.plan
         task_spec = self.p.task_files
         ev_spec = EvaluatorSpec(task_spec, self.cfg.evaluation, self.hooks.evaluator_factory)
         self.broker = start_broker(BrokerSpec(
             ev_spec, plan.count, plan.num_cpus, plan.num_gpus, self.p.task.key, str(self.store.history.path),
-            actor_timeout_s(self.cfg, self.p.task)))
+            actor_timeout_s(self.cfg, self.p.task)), self.rt)
         try:
-            infos = ray.get(self.broker.start.remote())
-        except RayTaskError as e:
-            raise CampaignError(_last_line(e)) from None
+            infos = self.rt.get(self.broker.start.remote())
+        except Exception as e:
+            if self.rt.failed(e) or self.rt.died(e):
+                raise CampaignError(_last_line(e)) from None
+            raise
         self.device = infos[0].device
         self.sandbox = ",".join(sorted({i.sandbox for i in infos if i.sandbox}))
         self.display.message(f"{plan.why}; evaluating on {self.device}; run directory {self.store.path}")
@@ -121,7 +125,7 @@ class Campaign:
             self.seed_latency_ms, self.latency_source = d["seed_latency_ms"], d["latency_source"]
             self.checkpointed = cp.generation
             self.display.message(f"resuming from the checkpoint of generation {cp.generation}")
-        self.actors = [start_island(spec, self.broker, cp.islands.get(i) if cp else None)
+        self.actors = [start_island(spec, self.broker, self.rt, cp.islands.get(i) if cp else None)
                        for i, spec in enumerate(self.specs)]
         self.initialized = [cp is not None and i in cp.islands for i in range(isl.count)]
 
@@ -134,7 +138,7 @@ class Campaign:
     def _restore(self, i: int, error: BaseException) -> None:
         cp = self.store.latest_checkpoint()
         state = cp.islands.get(i) if cp else None
-        self.actors[i] = start_island(self.specs[i], self.broker, state)
+        self.actors[i] = start_island(self.specs[i], self.broker, self.rt, state)
         self.initialized[i] = state is not None
         self.rows[i].restored += 1
         origin = f"the checkpoint of generation {cp.generation}" if state is not None and cp else "scratch"
@@ -149,20 +153,22 @@ class Campaign:
         reports: dict[int, GenerationReport] = {}
         restores = [0] * len(self.actors)
         while pending:
-            [ref], _ = ray.wait(list(pending), num_returns=1)
+            ref = self.rt.wait_one(list(pending))
             i = pending.pop(ref)
             try:
-                report: GenerationReport = ray.get(ref)
-            except RayActorError as e:
-                restores[i] += 1
-                if restores[i] > MAX_RESTORES_PER_ROUND:
-                    why = f"island {i} died {restores[i]} times in one generation: {_last_line(e)}"
-                    raise CampaignError(why) from None
-                self._restore(i, e)
-                pending[self._advance(i)] = i
-                continue
-            except RayTaskError as e:
-                raise CampaignError(f"island {i}: {_last_line(e)}") from None
+                report: GenerationReport = self.rt.get(ref)
+            except Exception as e:
+                if self.rt.died(e):
+                    restores[i] += 1
+                    if restores[i] > MAX_RESTORES_PER_ROUND:
+                        why = f"island {i} died {restores[i]} times in one generation: {_last_line(e)}"
+                        raise CampaignError(why) from None
+                    self._restore(i, e)
+                    pending[self._advance(i)] = i
+                    continue
+                if self.rt.failed(e):
+                    raise CampaignError(f"island {i}: {_last_line(e)}") from None
+                raise
             self.initialized[i] = True
             self._on_report(report)
             if report.generation < target:  # catching up after a restore
@@ -181,7 +187,7 @@ class Campaign:
         self.llm_usd += r.llm_usd
         self.seed_latency_ms = r.seed_latency_ms
         self.latency_source = r.best_latency_source or self.latency_source
-        self.stats = ray.get(self.broker.get_stats.remote())
+        self.stats = self.rt.get(self.broker.get_stats.remote())
         for f in r.failed_proposals:
             key = PROPOSAL_FAILURE_KINDS[0] if f.note == NO_REPLY else PROPOSAL_FAILURE_KINDS[1]
             row.failures[key] = row.failures.get(key, 0) + 1
@@ -219,19 +225,19 @@ class Campaign:
         m = self.cfg.islands.migration
         if len(self.actors) < 2 or m.top_k == 0 or self.generation == 0 or self.generation % m.interval:
             return
-        emigrants: list[list[Individual]] = ray.get([a.emigrants.remote(m.top_k) for a in self.actors])
+        emigrants: list[list[Individual]] = self.rt.get([a.emigrants.remote(m.top_k) for a in self.actors])
         to = targets(m.topology, len(self.actors), self.migration_rng)
         inbound = route(emigrants, to, key=lambda ind: ind.id)
-        stayed = ray.get([a.immigrate.remote(arrivals) for a, arrivals in zip(self.actors, inbound)])
+        stayed = self.rt.get([a.immigrate.remote(arrivals) for a, arrivals in zip(self.actors, inbound)])
         self.store.events.append({"kind": "migration", "generation": self.generation, "time": time.time(),
                                   "topology": m.topology, "targets": to,
                                   "arrivals": [[ind.id for ind in a] for a in inbound], "stayed": stayed})
 
     def _best(self) -> Individual | None:
-        return best_of(b for b in ray.get([a.best.remote() for a in self.actors]) if b is not None)
+        return best_of(b for b in self.rt.get([a.best.remote() for a in self.actors]) if b is not None)
 
     def _checkpoint(self) -> None:
-        states = ray.get([a.checkpoint.remote() for a in self.actors])
+        states = self.rt.get([a.checkpoint.remote() for a in self.actors])
         self.store.write_checkpoint(self.generation, {
             "generation": self.generation, "elapsed_s": self.elapsed(), "llm_usd": self.llm_usd,
             "migration_rng": [self.migration_rng.getstate()[0], list(self.migration_rng.getstate()[1]), None],
@@ -256,7 +262,7 @@ class Campaign:
         return None
 
     def _after_generation(self) -> None:
-        for event in ray.get(self.broker.drain_events.remote()):
+        for event in self.rt.get(self.broker.drain_events.remote()):
             self.store.events.append(event)
             self.display.message(f"{event['dead']} replaced by {event['replacement']}: {event['why']}")
         self._migrate()
@@ -344,12 +350,14 @@ class Campaign:
         }
 
     def _shutdown(self) -> None:
+        if self.session is None:
+            return
         if self.broker is not None:
             try:
-                ray.get(self.broker.shutdown.remote(), timeout=60)
+                self.rt.get(self.broker.shutdown.remote(), timeout=60)
             except Exception:
                 pass  # killed below either way
-            ray.kill(self.broker)
+            self.rt.kill(self.broker)
         for a in self.actors:
-            ray.kill(a)
-        release_ray(self.started_ray)
+            self.rt.kill(a)
+        self.session.close()

@@ -122,13 +122,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from evo.app.campaign import Campaign
     from evo.app.campaign_setup import CampaignHooks, prepare
+    from evo.app.executor import choose
     from evo.app.progress import make_display
 
     if not args.config and not args.resume:
         raise UsageError("give a config file, or --resume RUN_DIR")
     hooks = getattr(args, "hooks", None) or CampaignHooks()
+    executor = choose(args.executor)
     prepared = prepare(args.config, resume=args.resume, output=args.output, hooks=hooks)
-    summary = Campaign(prepared, hooks, make_display()).run()
+    summary = Campaign(prepared, hooks, make_display(), executor).run()
     best = summary.get("best") or {}
     fast = best.get("speedup_over_seed")
     gain = f"{fast:.2f}x the seed ({best.get('latency_source')})" if fast else "speedup unknown (no latency measured)"
@@ -208,10 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("config")
     c.add_argument("--device", choices=["cpu", "cuda"])
     c.set_defaults(func=cmd_check)
-    r = sub.add_parser("run", help="run a campaign: islands on Ray (RAY_ADDRESS, else a local Ray)")
+    r = sub.add_parser("run", help="run a campaign: islands on Ray (RAY_ADDRESS, else a local Ray), or --executor "
+                       "local")
     r.add_argument("config", nargs="?", help="campaign config (optional with --resume)")
     r.add_argument("--resume", metavar="RUN_DIR", help="continue a stopped or killed campaign")
     r.add_argument("--output", metavar="DIR", help="where run directories go (overrides output_dir)")
+    r.add_argument("--executor", choices=["ray", "local"],
+                   help="ray (default where Ray is installed): islands and evaluators are Ray actors; local: all "
+                   "on this machine without Ray (islands in this process, each evaluator a worker subprocess)")
     r.set_defaults(func=cmd_run)
     a = sub.add_parser("ablate", help="run every variant x seed of an ablation file, then tables and figures")
     a.add_argument("ablation", help="ablation file (see configs/ablation_mutators.yaml)")
