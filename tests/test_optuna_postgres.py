@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 import time
@@ -25,16 +24,14 @@ import sqlalchemy
 import yaml
 from optuna.trial import TrialState
 
-from evo.contracts.candidate import Candidate
 from evo.contracts.history import MsgpackLog
 from evo.contracts.mutator_config import OptunaConfig
 from evo.contracts.native_task import NativeTask
-from evo.contracts.records import Individual, Proposal
-from mutators.base import MutationContext
+from evo.contracts.records import Proposal
 from mutators.optuna_space import open_storage
 from mutators.optuna_tuner import OptunaMutator
-from tests.fakes.standin import fake_evaluate
 from tests.pg_server import PgServer, missing, postgres_server
+from tests.test_optuna_tuner import loop, seed_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SOFTMAX = ROOT / "tasks" / "softmax"
@@ -65,25 +62,6 @@ def pg_env(pg: PgServer, db: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return pg.url(db, user=db)
 
 
-def seed_of(task: NativeTask) -> Individual:
-    c = Candidate.from_source(task.seed_source or "")
-    return Individual(Proposal(c, "seed"), fake_evaluate(task.key)(c, "full"))
-
-
-def tune(m: OptunaMutator, task: NativeTask, rounds: int) -> list[Proposal]:
-    """`rounds` propose/evaluate/observe steps on the task's seed, as an island would run them."""
-    evaluate = fake_evaluate(task.key)
-    parent = seed_of(task)
-    ctx = MutationContext(task=task, rng=random.Random(0), evaluate=evaluate)
-    seen = []
-    for _ in range(rounds):
-        for p in m.propose(parent, ctx):
-            assert p.candidate is not None
-            m.observe(p, evaluate(p.candidate, "full"))
-            seen.append(p)
-    return seen
-
-
 def ids(props: list[Proposal]) -> set[str]:
     return {p.candidate.id for p in props if p.candidate is not None}
 
@@ -103,7 +81,7 @@ def driver(url: str, seed: int, rounds: int, ready: Path, go: Path) -> None:
     while not go.exists():
         assert time.monotonic() < deadline, "no go"
         time.sleep(0.01)
-    props = tune(m, task, rounds)
+    props = loop(m, task, rounds)
     print(json.dumps({"trials": [p.meta["trial"] for p in props], "ids": sorted(ids(props))}))
 
 
@@ -141,13 +119,13 @@ def test_a_resumed_mutator_continues_the_study(pg_env, tmp_path):
     task = NativeTask(SOFTMAX)
     cfg = OptunaConfig(storage=pg_env, trials_per_proposal=3)
     first = OptunaMutator(cfg, journal_path=tmp_path / "unused.journal", seed=0)
-    before = tune(first, task, rounds=2)
+    before = loop(first, task, rounds=2)
     checkpoint = json.loads(json.dumps(first.state()))  # what the campaign checkpoint keeps
     known = {t.number for t in trials(pg_env, task)}
 
     resumed = OptunaMutator(cfg, journal_path=tmp_path / "unused.journal", seed=0)
     resumed.load_state(checkpoint)
-    after = tune(resumed, task, rounds=1)
+    after = loop(resumed, task, rounds=1)
 
     assert not (tmp_path / "unused.journal").exists()  # the RDB, not the journal, holds the study
     assert {p.meta["study"] for p in after} == {p.meta["study"] for p in before}
