@@ -110,6 +110,19 @@ def test_a_kernelbench_op_takes_the_model_weights_after_the_inputs(tmp_path):
     assert "3 passed" in done.stdout, done.stdout + done.stderr
 
 
+def test_input_names_that_the_generated_code_also_uses_do_not_shadow_it(tmp_path):
+    """vector_add with launch(t, dt, out): names a generated op's own loop and dtype variables could take."""
+    source = library("vector_add", "known_better.py").source
+    head, launch = source.split("def launch(", 1)
+    source = head + "def launch(" + launch.replace("x", "t").replace("y", "dt")
+    assert "def launch(t, dt, out" in source
+    run = run_with_best(tmp_path, "vector_add", Candidate.from_source(source))
+    assert export(run, "evotest::add_t_dt") == 0
+    assert 'schema="(Tensor t, Tensor dt) -> Tensor"' in (run / "export" / "torch_op.py").read_text()
+    done = run_written_test(run / "export" / "test_torch_op.py")
+    assert "3 passed" in done.stdout, done.stdout + done.stderr
+
+
 @pytest.mark.parametrize(("task", "want"), [
     ("matmul", ["(a.shape[0], b.shape[1]) float"]),
     ("reduction", ["() float"]),

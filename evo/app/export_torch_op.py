@@ -69,7 +69,7 @@ def _shape(rule: OutputRule, names: list[str]) -> str:
 
 
 def _dtype(rule: OutputRule) -> str:
-    return "dt" if rule.dtype == FLOAT else f"_evo_torch.{rule.dtype}"
+    return "_dt" if rule.dtype == FLOAT else f"_evo_torch.{rule.dtype}"
 
 
 def registration(op: str, rules: list[OutputRule], names: list[str], in_dtypes: list[str], task_dtype: str) -> str:
@@ -80,7 +80,7 @@ def registration(op: str, rules: list[OutputRule], names: list[str], in_dtypes: 
     allocs = "\n".join(
         f"        _evo_torch.empty({_shape(r, names)}, dtype={_dtype(r)}, "
         f"device={names[0]}.device),  # {r.describe(names)}" for r in rules)
-    result = "outs[0]" if len(rules) == 1 else "tuple(outs)"
+    result = "_outs[0]" if len(rules) == 1 else "tuple(_outs)"
     contiguous = "\n".join(f"    {n} = {n}.contiguous()" for n in names)
     checked = ", ".join(f"{n!r}: _evo_torch.{d}" for n, d in zip(names, in_dtypes))
     return f'''
@@ -96,25 +96,25 @@ _EVO_CHECKED = {{{checked}}}
 
 def _evo_outputs({args}):
     """The outputs, allocated as the task's check cases shape them."""
-    dt = next((t.dtype for t in ({args},) if t.is_floating_point()), _evo_torch.{task_dtype})
+    _dt = next((_t.dtype for _t in ({args},) if _t.is_floating_point()), _evo_torch.{task_dtype})
     return [
 {allocs}
     ]
 
 
 def _evo_op({args}):
-    for name, t in zip(_EVO_CHECKED, ({args},)):
-        if t.dtype != _EVO_CHECKED[name]:
-            raise TypeError(f"{op}: argument {{name}} is {{t.dtype}}; "
-                            f"the kernel was checked with {{_EVO_CHECKED[name]}}")
+    for _name, _t in zip(_EVO_CHECKED, ({args},)):
+        if _t.dtype != _EVO_CHECKED[_name]:
+            raise TypeError(f"{op}: argument {{_name}} is {{_t.dtype}}; "
+                            f"the kernel was checked with {{_EVO_CHECKED[_name]}}")
 {contiguous}
-    outs = _evo_outputs({args})
-    kernel({args}, *outs)
+    _outs = _evo_outputs({args})
+    kernel({args}, *_outs)
     return {result}
 
 
 def _evo_fake({args}):
-    outs = _evo_outputs({args})
+    _outs = _evo_outputs({args})
     return {result}
 
 
