@@ -97,9 +97,10 @@ def test_local_actors_run_calls_in_order_on_their_own_thread_and_tell_failures_a
     assert rt.died(bad.value) and "could not be created" in str(bad.value)
 
 
-def local_campaign(config: Path, hooks: CampaignHooks, **kwargs: object) -> tuple[Campaign, io.StringIO]:
+def local_campaign(config: Path, hooks: CampaignHooks, resume: Path | None = None) -> tuple[Campaign, io.StringIO]:
     out = io.StringIO()
-    return Campaign(prepare(str(config), hooks=hooks, **kwargs), hooks, PlainLog(out), "local"), out
+    prepared = prepare(str(config), resume=str(resume) if resume else None, hooks=hooks)
+    return Campaign(prepared, hooks, PlainLog(out), "local"), out
 
 
 def test_a_local_campaign_resumes_like_a_ray_one(tmp_path):
@@ -109,10 +110,8 @@ def test_a_local_campaign_resumes_like_a_ray_one(tmp_path):
     assert first["status"] == "finished" and "local executor" in out.getvalue()
     assert first["evaluators"] and all(e["node_id"] == "local" for e in first["evaluators"])
     run_dir = Path(first["run_dir"])
-    write_config(tmp_path, budget={"generations": 3})
-    hooks = FAKE_HOOKS
-    resumed = Campaign(prepare(str(tmp_path / "campaign.yaml"), resume=str(run_dir), hooks=hooks), hooks,
-                       PlainLog(io.StringIO()), "local").run()
+    raised = write_config(tmp_path, budget={"generations": 3})
+    resumed = local_campaign(raised, FAKE_HOOKS, resume=run_dir)[0].run()
     assert resumed["status"] == "finished" and resumed["generation"] == 3
     assert resumed["best"]["latency_ms"] == pytest.approx(fake_latency_ms_of_faster())
     assert_nothing_evaluated_twice(history(run_dir))
