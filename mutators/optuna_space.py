@@ -9,6 +9,8 @@ each integer param (doubling steps).
 
 from __future__ import annotations
 
+import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,10 +98,27 @@ def open_storage(url: str | None, journal: Path) -> BaseStorage:
         scheme = url.split(":", 1)[0].split("+", 1)[0]
         if scheme not in RDB_SCHEMES:
             raise ValueError(f"optuna storage {url!r}: expected an RDB URL ({', '.join(RDB_SCHEMES)}://...)")
-        return RDBStorage(url)
+        return _rdb_storage(url)
     journal.parent.mkdir(parents=True, exist_ok=True)
     # An open(O_EXCL) lock works on network filesystems too, where symlink locks may not.
     return JournalStorage(JournalFileBackend(str(journal), lock_obj=JournalFileOpenLock(str(journal))))
+
+
+def _rdb_storage(url: str, attempts: int = 6) -> RDBStorage:
+    """`RDBStorage(url)`, tried again when another process is creating the schema of a fresh database
+    at the same moment (islands and drivers starting together: PostgreSQL then refuses all but one
+    with a duplicate table or type); once the schema exists, opening it succeeds."""
+    from sqlalchemy.exc import IntegrityError, ProgrammingError
+
+    rng = random.Random()
+    for attempt in range(attempts):
+        try:
+            return RDBStorage(url)
+        except (IntegrityError, ProgrammingError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.2 + rng.random() * (0.5 + attempt))
+    raise AssertionError("unreachable")
 
 
 def make_sampler(kind: Sampler, seed: int) -> optuna.samplers.BaseSampler:

@@ -73,20 +73,23 @@ def trials(url: str, task: NativeTask) -> list[optuna.trial.FrozenTrial]:
 
 
 def driver(url: str, seed: int, rounds: int, ready: Path, go: Path) -> None:
-    """One driver process: opens the storage, says it is ready, waits for `go`, then tunes."""
+    """One driver process: says it is ready, waits for `go`, then opens the storage (of a fresh
+    database: both drivers create its schema at the same moment) and tunes."""
     task = NativeTask(SOFTMAX)
-    m = OptunaMutator(OptunaConfig(storage=url, trials_per_proposal=3), journal_path=ready.with_suffix(".j"), seed=seed)
     ready.touch()
     deadline = time.monotonic() + 600
     while not go.exists():
         assert time.monotonic() < deadline, "no go"
         time.sleep(0.01)
+    m = OptunaMutator(OptunaConfig(storage=url, trials_per_proposal=3), journal_path=ready.with_suffix(".j"), seed=seed)
     props = loop(m, task, rounds)
     print(json.dumps({"trials": [p.meta["trial"] for p in props], "ids": sorted(ids(props))}))
 
 
 @pytest.mark.slow
 def test_two_driver_processes_share_one_study(pg_env, tmp_path):
+    """Both start on a fresh database at once (PostgreSQL lets one of two concurrent schema creations
+    fail: `open_storage` tries again), then share the study."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [subprocess.Popen(
         [sys.executable, "-m", "tests.test_optuna_postgres", pg_env, str(seed), "4", str(tmp_path / f"ready{seed}"),
@@ -95,8 +98,10 @@ def test_two_driver_processes_share_one_study(pg_env, tmp_path):
     try:
         deadline = time.monotonic() + 300  # imports take long on a loaded machine
         while not all((tmp_path / f"ready{seed}").exists() for seed in (1, 2)):
-            alive = all(p.poll() is None for p in procs)
-            assert time.monotonic() < deadline and alive, [p.communicate() for p in procs]
+            if time.monotonic() > deadline or not all(p.poll() is None for p in procs):
+                for p in procs:
+                    p.kill()
+                pytest.fail(f"a driver died or never got ready: {[p.communicate()[1][-2000:] for p in procs]}")
             time.sleep(0.05)
         (tmp_path / "go").touch()  # both tune at once from here
         outs = []
