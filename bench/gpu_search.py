@@ -27,7 +27,7 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, IslandsConfig
 from evo.contracts.mutator_config import OptunaConfig, SelectionConfig, StokeConfig, entry_names
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
-from fitness.evaluate import Evaluator, detect_device
+from fitness.evaluate import Evaluator, device_for
 from fitness.latency.stage import target_hardware
 from islands.evaluation import EvaluationLedger, LocalEvaluationService
 from islands.evaluator_actor import cuda_device_name
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    device = detect_device() if args.device == "auto" else args.device
+    device = device_for(args.device)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results = []

@@ -53,6 +53,11 @@ def detect_device() -> str:
         return "cpu"
 
 
+def device_for(setting: str) -> str:
+    """The device a setting (`evaluation.device`: auto, cpu or cuda) means on this machine."""
+    return detect_device() if setting == "auto" else setting
+
+
 class Evaluator:
     """Checks candidates against one task on one device, with the settings of a config's
     ``evaluation:`` section. `quick` checks use the first `quick_sizes` check sizes, one draw."""

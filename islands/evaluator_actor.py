@@ -26,7 +26,7 @@ from evo.contracts.config import EvaluationConfig
 from evo.contracts.task import Task
 from evo.contracts.task_files import TaskFiles
 from evo.contracts.verdict import Evaluation
-from fitness.evaluate import Evaluator, detect_device
+from fitness.evaluate import Evaluator, device_for
 
 
 class EvaluatorLike(Protocol):
@@ -80,7 +80,7 @@ class EvaluatorActor:
     def __init__(self, spec: EvaluatorSpec, name: str) -> None:
         self.name = name
         self.task = spec.task.build()
-        device = detect_device() if spec.settings.device == "auto" else spec.settings.device
+        device = device_for(spec.settings.device)
         self.evaluator = spec.factory(self.task, spec.settings, device)
 
     def info(self) -> EvaluatorInfo:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from evo.app.campaign_setup import CampaignError, EvaluatorPlan, connect_ray, evaluator_plan, release_ray
 from evo.contracts.config import Config
-from fitness.evaluate import detect_device
+from fitness.evaluate import device_for
 from islands.local_runtime import LocalRuntime
 from islands.runtime import Runtime
 
@@ -51,7 +51,7 @@ def local_plan(cfg: Config) -> EvaluatorPlan:
     """Evaluators of the local executor: one per CPU share, or one for the machine's GPU (its
     timings would be disturbed by a second one)."""
     e = cfg.evaluators
-    device = detect_device() if cfg.evaluation.device == "auto" else cfg.evaluation.device
+    device = device_for(cfg.evaluation.device)
     placement = e.placement if e.placement != "auto" else ("gpu" if device == "cuda" else "cpu")
     if placement == "gpu":
         if device != "cuda":

@@ -20,7 +20,7 @@ from evo.contracts.config import Config
 from evo.contracts.config_file import ConfigError
 from evo.contracts.mutator_config import LLMConfig
 from evo.contracts.task import Task
-from fitness.evaluate import detect_device
+from fitness.evaluate import device_for
 from fitness.latency.stage import target_hardware
 from islands.evaluator_actor import EvaluatorFactory, cuda_device_name
 from mutators.llm_client import LLMClient, LLMError
@@ -74,7 +74,7 @@ def lower(task: Task, entry: LLMConfig, *, run_dir: Path, cfg: Config, factory: 
         client = LLMClient(entry, record_path=record if entry.mode != "live" else None)
     except ValueError as e:
         raise ConfigError(f"the task has no seed kernel, and its llm mutator cannot write one: {e}") from None
-    device = detect_device() if cfg.evaluation.device == "auto" else cfg.evaluation.device
+    device = device_for(cfg.evaluation.device)
     hardware = target_hardware(cfg.evaluation, device, cuda_device_name() if device == "cuda" else "")
     messages = lowering_messages(task, hardware=hardware, cfg=entry)
     attempts: list[Attempt] = []
