@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evo.app.export_torch_op import ExportError
@@ -160,26 +161,21 @@ def autotune_module(best: Candidate, measured: list[Measured], *, campaign: str,
     launch.args.kwonlyargs, launch.args.kw_defaults = [], []
     decorator = ast.parse(f"triton.autotune(configs=EVO_CONFIGS, key={key!r})", mode="eval").body
     plan.kernel.decorator_list.insert(0, decorator)
-    tree.body = [n for n in tree.body if not (isinstance(n, ast.Assign) and any(
-        isinstance(t, ast.Name) and t.id in ("PARAMS", "SPACE") for t in n.targets))]
-    body = ast.unparse(ast.fix_missing_locations(tree))
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    rest = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom)) and not (
+        isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id in ("PARAMS", "SPACE") for t in n.targets))]
+    body = ast.unparse(ast.fix_missing_locations(ast.Module(body=rest, type_ignores=[])))
     header = (f'"""The best kernel structure of campaign {campaign!r} on task {task!r}, autotuned by Triton over\n'
               f"the {len(chosen)} fastest correct configs the campaign measured for it (fastest first; figures in\n"
               "the comments). Comments of the original source are not kept (the module is rewritten).\n\n"
               "kernel(*inputs, *outputs) runs it; Triton times the configs on the first call for each key.\n"
               '"""\n')
-    return (f"{header}{_imports(tree)}EVO_CONFIGS = [\n{configs}\n]\n\n{_without_imports(body)}\n\n\n"
+    return (f"{header}{_imports(imports)}EVO_CONFIGS = [\n{configs}\n]\n\n{body}\n\n\n"
             "def kernel(*tensors):\n    launch(*tensors)\n")
 
 
-def _imports(tree: ast.Module) -> str:
-    lines = [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+def _imports(nodes: Sequence[ast.stmt]) -> str:
+    lines = [ast.unparse(n) for n in nodes]
     if "import triton" not in lines:
         lines.append("import triton")
     return "\n".join(lines) + "\n\n"
-
-
-def _without_imports(body: str) -> str:
-    tree = ast.parse(body)
-    tree.body = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom))]
-    return ast.unparse(tree)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from evo.app.export import run_task
+from evo.app.export_torch_op import check_op_name
 from fitness.check.compare import compare
 from fitness.latency.bench_tensors import make_tensor
 
@@ -43,6 +44,15 @@ def _to_numpy(t: Any, dtype: str) -> np.ndarray:
     return np.asarray(t.numpy())
 
 
+def _op(module: Path, op: str) -> Any:
+    """The registered operator `op` (its module imported first)."""
+    import torch
+
+    load_module(module)
+    namespace, name = check_op_name(op)
+    return getattr(getattr(torch.ops, namespace), name)
+
+
 def _case_tensors(torch: Any, inputs: list[Any], device: str) -> list[Any]:
     return [make_tensor(torch, {"dtype": t.dtype, "shape": list(t.shape), "data": t.data.tobytes()}, device)
             for t in inputs]
@@ -53,9 +63,7 @@ def refuses_other_dtypes(module: Path, run_dir: Path, op: str, *, device: str = 
     the task has no float input)."""
     import torch
 
-    load_module(module)
-    namespace, name = op.split("::")
-    fn = getattr(getattr(torch.ops, namespace), name)
+    fn = _op(module, op)
     task = run_task(run_dir)
     args = _case_tensors(torch, task.case_data(task.cases(draws=1, every_dist=False)[0]).inputs, device)
     k = next((i for i, a in enumerate(args) if a.is_floating_point()), None)
@@ -73,9 +81,7 @@ def check_op(module: Path, run_dir: Path, op: str, *, device: str = "cpu", compi
     """The problems found (empty: the op matches the reference on every check case)."""
     import torch
 
-    load_module(module)
-    namespace, name = op.split("::")
-    fn = getattr(getattr(torch.ops, namespace), name)
+    fn = _op(module, op)
     call = torch.compile(fn, fullgraph=True) if compiled else fn
     task = run_task(run_dir)
     problems: list[str] = []
