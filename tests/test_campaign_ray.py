@@ -146,6 +146,18 @@ def test_a_killed_island_actor_is_restored_from_its_checkpoint(ray_cluster, tmp_
     assert cp is not None and unpack(cp.islands[0])["generation"] == 2
 
 
+def advance_until_the_faults(c: Campaign) -> tuple[list[dict], dict[str, dict]]:
+    """Generations until the fault mutator has fired (it does when first chosen, weights 1:1), then
+    finish; the history (nothing evaluated twice) and the fault candidates' verdicts by note."""
+    while not any(r["origin"]["mutator"] == "faults" for r in history(c.store.path)):
+        assert c.generation < 8, "the fault mutator was never chosen"
+        c.advance()
+    c.finish("finished", "test")
+    records = history(c.store.path)
+    assert_nothing_evaluated_twice(records)
+    return records, {r["origin"]["note"]: r["evaluation"] for r in records if r["origin"]["mutator"] == "faults"}
+
+
 def test_hung_crashing_and_killed_evaluators_give_verdicts_and_are_replaced(ray_cluster, tmp_path):
     """A hanging kernel times out in its worker, a wild store is unsafe (caught before it crashes the
     worker), an evaluator actor that hangs is killed and replaced, twice (then it is the candidate's
@@ -161,13 +173,7 @@ def test_hung_crashing_and_killed_evaluators_give_verdicts_and_are_replaced(ray_
     c.advance()  # generation 0: the seed and draws from its SPACE
     for e in ray.get(c.broker.get_stats.remote()).evaluators:
         os.kill(e.pid, signal.SIGKILL)  # both, so the next evaluation meets a dead actor for sure
-    while not any(r["origin"]["mutator"] == "faults" for r in history(c.store.path)):
-        assert c.generation < 8, "the fault mutator was never chosen"
-        c.advance()  # the fault mutator fires when first chosen (weights 1:1)
-    c.finish("finished", "test")
-    records = history(c.store.path)
-    assert_nothing_evaluated_twice(records)
-    by_note = {r["origin"]["note"]: r["evaluation"] for r in records if r["origin"]["mutator"] == "faults"}
+    records, by_note = advance_until_the_faults(c)
     assert by_note["hang"]["status"] == "timeout" and "killed and replaced" in by_note["hang"]["reason"]
     assert by_note["segfault"]["status"] == "unsafe"
     assert by_note["actor-hang"]["status"] == "timeout" and "did not answer" in by_note["actor-hang"]["reason"]

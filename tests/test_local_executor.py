@@ -24,7 +24,14 @@ from islands.local_runtime import LocalRuntime
 from .campaign_job import FAKE_HOOKS
 from .conftest import ROOT
 from .islands_fakes import fault_evaluator_factory, fault_mutator_factory
-from .test_campaign_ray import assert_nothing_evaluated_twice, events, fake_latency_ms_of_faster, history, write_config
+from .test_campaign_ray import (
+    advance_until_the_faults,
+    assert_nothing_evaluated_twice,
+    events,
+    fake_latency_ms_of_faster,
+    history,
+    write_config,
+)
 
 
 class Counter:
@@ -126,13 +133,7 @@ def test_hung_and_crashing_kernels_and_a_hung_evaluator_get_the_same_verdicts_as
     c, out = local_campaign(config, hooks)
     c.start()
     c.advance()
-    while not any(r["origin"]["mutator"] == "faults" for r in history(c.store.path)):
-        assert c.generation < 8, "the fault mutator was never chosen"
-        c.advance()
-    c.finish("finished", "test")
-    records = history(c.store.path)
-    assert_nothing_evaluated_twice(records)
-    by_note = {r["origin"]["note"]: r["evaluation"] for r in records if r["origin"]["mutator"] == "faults"}
+    _, by_note = advance_until_the_faults(c)
     assert by_note["hang"]["status"] == "timeout"
     assert by_note["segfault"]["status"] == "unsafe"
     assert by_note["actor-hang"]["status"] == "timeout" and "did not answer" in by_note["actor-hang"]["reason"]
