@@ -148,6 +148,17 @@ class Evaluator:
         """`candidate` run in full at a bench size, its outputs compared with the reference."""
         return bench_check(self.worker, self.task, candidate, case, self.settings, self.device)
 
+    def compile_seconds(self) -> float:
+        """Seconds this evaluator's worker has spent in Triton's compiler (on a GPU; 0 in the interpreter,
+        which compiles nothing). Cumulative over the worker's life: a restarted worker starts again at 0."""
+        if self.device == "cpu" or not self.worker.ready:
+            return 0.0
+        try:
+            reply = self.worker.request({"op": "compile_seconds"}, 30.0)
+        except Exception:
+            return 0.0
+        return float(reply.get("seconds", 0.0)) if reply.get("ok") else 0.0
+
     def close(self) -> None:
         self.latency.close()
         if self._own_worker:

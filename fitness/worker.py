@@ -73,7 +73,10 @@ def main() -> None:
     from fitness.sandbox.runner import Runner
 
     if args.device != "cpu":
+        from fitness.sandbox.jit_hooks import install_clock
+
         torch.cuda.init()
+        install_clock()
     elif not args.compile_only:
         from fitness.sandbox.interp_compat import install
 
@@ -99,6 +102,12 @@ def main() -> None:
             reply = runner.load(msg)
         elif op == "run":
             reply = runner.run(msg, sanitizer if args.device == "cpu" and not args.compile_only else None)
+        elif op == "warm":
+            reply = runner.warm(msg)
+        elif op == "compile_seconds":
+            from fitness.sandbox.jit_hooks import compile_seconds
+
+            reply = {"ok": True, "seconds": compile_seconds()}
         elif op == "unload":
             runner.unload()
             reply = {"ok": True}

@@ -7,11 +7,21 @@ is in flight. The broker hands work to idle evaluator actors (one per GPU on a c
 `num_gpus=1`, so timings never share a GPU), replaces an evaluator actor that dies (and retries its
 candidate on the replacement) or stops answering (a `timeout` verdict). It runs on the driver's
 node, where the run directory is.
+
+Compile ahead (`BrokerSpec.compile_ahead` preparers per evaluator node, `fitness.prepare`): a
+candidate first goes to an idle preparer, which lints it (a lint failure is its verdict) and, on a
+GPU node, compiles its kernels into the node's shared Triton cache; then to an idle evaluator, one on
+the preparer's node when there is one. Candidates of a batch go through both stages concurrently, so
+the evaluators check and time some while preparers compile others. A preparer that fails or hangs
+is dropped (the candidate goes on to an evaluator unprepared): preparing only saves time. The broker
+keeps the busy figures (`EvaluationStats.busy_fraction`): evaluator seconds less Triton's compiles,
+over wall seconds while any candidate was in the broker.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,8 +32,9 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.history import MsgpackLog
 from evo.contracts.records import Proposal
 from evo.contracts.verdict import Evaluation, Status
+from fitness.prepare import Prepared
 from islands.evaluation import Answer, EvaluationLedger, EvaluationStats, Run
-from islands.evaluator_actor import EvaluatorActor, EvaluatorInfo, EvaluatorSpec
+from islands.evaluator_actor import EvaluatorActor, EvaluatorInfo, EvaluatorSpec, PreparerActor
 from islands.runtime import Runtime
 
 
@@ -41,6 +52,36 @@ class BrokerSpec:
     history_path: str
     actor_timeout_s: float  # an evaluator that does not answer within this is killed and replaced
     start_timeout_s: float = 600.0
+    compile_ahead: int = 0  # preparers per node with evaluators (0: candidates go straight to evaluators)
+
+
+class IdleActors:
+    """Idle actors with where they run; `get(prefer=node)` takes one on `node` when there is one."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[Any, EvaluatorInfo]] = []
+        self._changed = asyncio.Event()
+        self.closed = False
+
+    def put_nowait(self, item: tuple[Any, EvaluatorInfo]) -> None:
+        self._items.append(item)
+        self._changed.set()
+
+    def close(self) -> None:
+        """No actor will come back: callers waiting in `get` (and later ones) get None."""
+        self.closed = True
+        self._changed.set()
+
+    async def get(self, prefer: str = "") -> tuple[Any, EvaluatorInfo] | None:
+        while not self._items:
+            if self.closed:
+                return None
+            self._changed.clear()
+            await self._changed.wait()
+        for i, (_, info) in enumerate(self._items):
+            if prefer and info.node_id == prefer:
+                return self._items.pop(i)
+        return self._items.pop(0)
 
 
 class EvaluationBroker:
@@ -50,10 +91,14 @@ class EvaluationBroker:
         self.spec, self.rt = spec, runtime
         self.ledger = EvaluationLedger(spec.task_key, history=MsgpackLog(Path(spec.history_path)))
         self.stats = self.ledger.stats
-        self.idle: asyncio.Queue[tuple[Any, EvaluatorInfo]] = asyncio.Queue()
+        self.idle = IdleActors()
+        self.preparers = IdleActors()
+        self._preparers_live = 0
         self.events: list[dict[str, Any]] = []
         self._spawned = 0
-        self.actors: dict[str, Any] = {}  # every live evaluator actor, idle or busy
+        self.actors: dict[str, Any] = {}  # every live evaluator and preparer actor, idle or busy
+        self._in_broker = 0  # candidates between entering `_run` and leaving it
+        self._queued_since = 0.0
 
     @property
     def device(self) -> str:
@@ -89,7 +134,28 @@ class EvaluationBroker:
         for actor, info in started:
             self.idle.put_nowait((actor, info))
             self.stats.evaluators.append(info)
+        self.stats.slots = self.spec.count
+        if self.spec.compile_ahead > 0:
+            nodes = sorted({info.node_id for _, info in started})
+            await asyncio.gather(*(self._spawn_preparer(node, i) for node in nodes
+                                   for i in range(self.spec.compile_ahead)))
         return [info for _, info in started]
+
+    async def _spawn_preparer(self, node: str, i: int) -> None:
+        name = f"preparer-{node[:8]}-{i}"
+        actor = self.rt.actor(PreparerActor, self.spec.evaluator, name, name=name, num_cpus=1.0, node=node)
+        try:
+            where: str = await asyncio.wait_for(_awaitable(actor.node.remote()), self.spec.start_timeout_s)
+        except Exception as e:
+            if not (self.rt.timed_out(e) or self.rt.died(e) or self.rt.failed(e)):
+                raise
+            self.rt.kill(actor)
+            self.events.append({"kind": "preparer_unavailable", "name": name, "why": str(e).strip()[-300:],
+                                "time": time.time()})
+            return
+        self.actors[name] = actor
+        self._preparers_live += 1
+        self.preparers.put_nowait((actor, EvaluatorInfo(name, 0, where, self.device, None, (), self.spec.task_key)))
 
     async def evaluate_many(self, proposals: Sequence[Proposal], level: str) -> list[Answer]:
         return list(await asyncio.gather(*(self.ledger.evaluate_async(p, level, self._run) for p in proposals)))
@@ -99,26 +165,75 @@ class EvaluationBroker:
         return Evaluation(c.id, self.spec.task_key, self.device, status, reason=reason, level=level)
 
     async def _run(self, c: Candidate, level: str) -> Run:
-        """Evaluate `c` on an idle evaluator. An evaluator that dies (a lost node, a kill) is replaced
-        and the evaluation runs on another one; one that hangs is killed, replaced and given one more
-        try. Only a hang that reproduces is the candidate's `timeout`; each incident is listed in the
-        verdict (`Evaluation.incidents`), so the ledger never caches an infrastructure failure as the
-        candidate's status."""
+        """Prepare `c` (when compile-ahead is on), then evaluate it on an idle evaluator; the busy figures."""
+        if self._in_broker == 0:
+            self._queued_since = time.monotonic()
+        self._in_broker += 1
+        try:
+            node, verdict = "", None
+            if self._preparers_live > 0:
+                node, verdict = await self._prepare(c, level)
+            if verdict is not None:
+                return verdict
+            return await self._evaluate(c, level, node)
+        finally:
+            self._in_broker -= 1
+            if self._in_broker == 0:
+                self.stats.queued_s += time.monotonic() - self._queued_since
+
+    async def _prepare(self, c: Candidate, level: str) -> tuple[str, Run | None]:
+        """(the preparer's node, the candidate's verdict when preparing gave one)."""
+        taken = await self.preparers.get()
+        if taken is None:  # every preparer was dropped
+            return "", None
+        actor, info = taken
+        try:
+            prepared: Prepared = await asyncio.wait_for(_awaitable(actor.prepare.remote(c, level)),
+                                                        self.spec.actor_timeout_s)
+        except Exception as e:
+            if not (self.rt.timed_out(e) or self.rt.died(e) or self.rt.failed(e)):
+                raise
+            self.rt.kill(actor)
+            self.actors.pop(info.name, None)
+            self._preparers_live -= 1
+            if self._preparers_live == 0:
+                self.preparers.close()
+            self.events.append({"kind": "preparer_dropped", "name": info.name, "time": time.time(),
+                                "why": f"on {c.id}: {str(e).strip()[-300:]}"})
+            return "", None
+        self.preparers.put_nowait((actor, info))
+        self.stats.prepared += 1
+        self.stats.warmed += int(prepared.warmed)
+        self.stats.prepare_s += prepared.seconds
+        if prepared.verdict is not None:
+            return info.node_id, (prepared.verdict, prepared.seconds, info.name)
+        return info.node_id, None
+
+    async def _evaluate(self, c: Candidate, level: str, node: str) -> Run:
+        """Evaluate `c` on an idle evaluator (one on `node` when there is one). An evaluator that dies (a
+        lost node, a kill) is replaced and the evaluation runs on another one; one that hangs is killed,
+        replaced and given one more try. Only a hang that reproduces is the candidate's `timeout`; each
+        incident is listed in the verdict (`Evaluation.incidents`), so the ledger never caches an
+        infrastructure failure as the candidate's status."""
         deaths_allowed = self.spec.count + 1  # an actor found dead may have died before this request
         incidents: list[str] = []
         hangs = 0
         while True:
-            actor, info = await self.idle.get()
+            taken = await self.idle.get(prefer=node)
+            assert taken is not None  # the evaluators' pool is never closed: a dead evaluator is replaced
+            actor, info = taken
             start = time.monotonic()
             try:
-                evaluation, seconds = await asyncio.wait_for(_awaitable(actor.evaluate.remote(c, level)),
-                                                             self.spec.actor_timeout_s)
+                evaluation, seconds, compiling = await asyncio.wait_for(
+                    _awaitable(actor.evaluate.remote(c, level)), self.spec.actor_timeout_s)
             except Exception as e:
                 if not (self.rt.timed_out(e) or self.rt.died(e) or self.rt.failed(e)):
                     raise
                 failure = e
             else:
                 self.idle.put_nowait((actor, info))
+                self.stats.slot_s += seconds - compiling
+                self.stats.slot_compile_s += compiling
                 if incidents:
                     evaluation = evaluation.with_(incidents=[*incidents, *evaluation.incidents])
                 return evaluation, seconds, info.name
@@ -157,7 +272,10 @@ class EvaluationBroker:
         self.idle.put_nowait((actor, info))
 
     async def get_stats(self) -> EvaluationStats:
-        return self.stats
+        """The figures so far (wall seconds of work in progress included)."""
+        if self._in_broker == 0:
+            return self.stats
+        return dataclasses.replace(self.stats, queued_s=self.stats.queued_s + time.monotonic() - self._queued_since)
 
     async def drain_events(self) -> list[dict[str, Any]]:
         out, self.events = self.events, []

@@ -45,6 +45,24 @@ class EvaluationStats:
     busy_s: float = 0.0  # evaluator time spent in evaluations run in this session
     replaced: int = 0  # evaluators replaced (the broker's)
     evaluators: list[EvaluatorInfo] = field(default_factory=list)  # where each live evaluator runs (the broker's)
+    # the device's slot (the broker's, this session): seconds evaluators spent checking and timing (their
+    # evaluations less Triton's compiles), seconds they spent compiling, and wall seconds while at least one
+    # candidate was in the broker (being prepared, waiting for an evaluator, or evaluated)
+    slot_s: float = 0.0
+    slot_compile_s: float = 0.0
+    queued_s: float = 0.0
+    slots: int = 0  # evaluators the busy fraction is over
+    prepared: int = 0  # candidates prepared ahead (`fitness.prepare`), and how many of them compiled ahead
+    warmed: int = 0
+    prepare_s: float = 0.0  # preparers' seconds
+
+    @property
+    def busy_fraction(self) -> float | None:
+        """Slot seconds over wall seconds while work was queued, per evaluator (None before any work):
+        on a GPU node, the fraction of time the GPU's timing slot did GPU work while it had work."""
+        if self.queued_s <= 0 or self.slots <= 0:
+            return None
+        return min(1.0, self.slot_s / (self.queued_s * self.slots))
 
     @property
     def evaluations(self) -> int:

@@ -4,13 +4,14 @@
 what torch sees (`torch.cuda.is_available()`), never by Ray's GPU count, so a node that advertises
 GPUs without CUDA still evaluates (in the interpreter).
 
-Compiles and GPUs: an evaluator runs one evaluation at a time, its Triton compile included (Triton
-compiles at first launch, in the worker). What keeps GPUs from waiting on each other: the broker
-hands each candidate to whichever evaluator is idle (no lockstep between evaluators), no kernel is
-compiled twice (the shared cache merges requests for one id, even in flight), and the workers of a
-node share Triton's on-disk cache (TRITON_CACHE_DIR). Overlapping one GPU's compiles with its
-timings would take two workers per GPU and a lock held around the timing stage only, a boundary
-the evaluation pipeline does not expose yet.
+Compiles and GPUs: an evaluator runs one evaluation at a time. Triton compiles at first launch, in
+the worker; on a GPU node a pool of `PreparerActor`s (`fitness.prepare`, started by the broker when
+`evaluators.compile_ahead` asks for it) compiles new candidates into the Triton cache the node's
+workers share (`EvaluatorSpec.triton_cache`) before an evaluator takes them, so the GPU's timing slot
+loads kernels instead of compiling them. The broker hands each candidate to whichever evaluator is
+idle (no lockstep between evaluators), and no kernel is evaluated twice (the shared cache merges
+requests for one id, even in flight). `EvaluatorActor.evaluate` reports the seconds its evaluation
+spent in Triton's compiler, so the campaign can tell GPU-busy time from compile time.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from evo.contracts.task import Task
 from evo.contracts.task_files import TaskFiles
 from evo.contracts.verdict import Evaluation
 from fitness.evaluate import Evaluator, device_for
+from fitness.prepare import Prepared, Preparer
+from fitness.sandbox.process import share_triton_cache
 
 
 class EvaluatorLike(Protocol):
@@ -53,11 +56,26 @@ def default_evaluator_factory(task: Task, settings: EvaluationConfig, device: st
     return Evaluator(task, settings, device=device)
 
 
+class PreparerLike(Protocol):
+    def prepare(self, candidate: Candidate, level: str) -> Prepared: ...
+
+    def close(self) -> None: ...
+
+
+PreparerFactory = Callable[[Task, EvaluationConfig, str], PreparerLike]
+
+
+def default_preparer_factory(task: Task, settings: EvaluationConfig, device: str) -> PreparerLike:
+    return Preparer(task, settings, device=device)
+
+
 @dataclass(frozen=True)
 class EvaluatorSpec:
     task: TaskFiles  # built from its bytes on the actor's node
     settings: EvaluationConfig
     factory: EvaluatorFactory = default_evaluator_factory
+    prepare_factory: PreparerFactory = default_preparer_factory
+    triton_cache: str = ""  # the campaign's shared Triton cache on each node ("": each process its own)
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,8 @@ class EvaluatorActor:
 
     def __init__(self, spec: EvaluatorSpec, name: str) -> None:
         self.name = name
+        if spec.triton_cache:
+            share_triton_cache(spec.triton_cache)
         self.task = spec.task.build()
         device = device_for(spec.settings.device)
         self.evaluator = spec.factory(self.task, spec.settings, device)
@@ -93,13 +113,39 @@ class EvaluatorActor:
             cuda_device_name() if self.evaluator.device == "cuda" else "", sandbox, tuple(problems),
         )
 
-    def evaluate(self, candidate: Candidate, level: str) -> tuple[Evaluation, float]:
+    def evaluate(self, candidate: Candidate, level: str) -> tuple[Evaluation, float, float]:
+        """The verdict, the seconds it took, and how many of them Triton spent compiling."""
+        clock = getattr(self.evaluator, "compile_seconds", None)
+        before = clock() if clock is not None else 0.0
         start = time.monotonic()
         evaluation = self.evaluator.evaluate(candidate, level=level)
-        return evaluation, time.monotonic() - start
+        seconds = time.monotonic() - start
+        after = clock() if clock is not None else 0.0
+        compiling = after - before if after >= before else after  # a restarted worker's clock starts at 0
+        return evaluation, seconds, min(max(compiling, 0.0), seconds)
 
     def close(self) -> None:
         self.evaluator.close()
+
+
+class PreparerActor:
+    """Compiles candidates ahead of the evaluators of its node (see the module docstring)."""
+
+    def __init__(self, spec: EvaluatorSpec, name: str) -> None:
+        if spec.triton_cache:
+            share_triton_cache(spec.triton_cache)
+        self.name = name
+        self.task = spec.task.build()
+        self.preparer = spec.prepare_factory(self.task, spec.settings, device_for(spec.settings.device))
+
+    def node(self) -> str:
+        return placement()[0]
+
+    def prepare(self, candidate: Candidate, level: str) -> Prepared:
+        return self.preparer.prepare(candidate, level)
+
+    def close(self) -> None:
+        self.preparer.close()
 
 
 def placement() -> tuple[str, tuple[str, ...]]:

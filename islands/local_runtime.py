@@ -193,7 +193,7 @@ class LocalRuntime:
     name = "local"
 
     def actor(self, cls: type, *args: Any, name: str = "", num_cpus: float = 0.0, num_gpus: float = 0.0,
-              here: bool = False) -> LocalActor:
+              here: bool = False, node: str = "") -> LocalActor:
         return LocalActor(cls, args, name)
 
     def get(self, refs: Any, timeout: float | None = None) -> Any:

@@ -12,15 +12,15 @@ class RayRuntime:
     name = "ray"
 
     def actor(self, cls: type, *args: Any, name: str = "", num_cpus: float = 0.0, num_gpus: float = 0.0,
-              here: bool = False) -> Any:
+              here: bool = False, node: str = "") -> Any:
         import ray
 
         options: dict[str, Any] = {"num_cpus": num_cpus, "num_gpus": num_gpus, "max_restarts": 0}
-        if here:
+        if here or (node and node != "local"):
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(
-                node_id=ray.get_runtime_context().get_node_id(), soft=False)
+                node_id=node or ray.get_runtime_context().get_node_id(), soft=not here)
         return ray.remote(cls).options(**options).remote(*args)
 
     def get(self, refs: Any, timeout: float | None = None) -> Any:

@@ -16,8 +16,9 @@ class Runtime(Protocol):
     name: str
 
     def actor(self, cls: type, *args: Any, name: str = "", num_cpus: float = 0.0, num_gpus: float = 0.0,
-              here: bool = False) -> Any:
-        """An actor of `cls(*args)`; `here`: on the caller's node (Ray), always so locally."""
+              here: bool = False, node: str = "") -> Any:
+        """An actor of `cls(*args)`; `here`: on the caller's node (Ray), always so locally; `node`: on that
+        node (a Ray node id) when it has room, else anywhere."""
         ...
 
     def get(self, refs: Any, timeout: float | None = None) -> Any: ...

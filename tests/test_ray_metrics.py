@@ -30,19 +30,21 @@ class Recorded:
         self.calls.append((value, tags))
 
 
-def totals(elapsed_s: float, evaluations: int, failures: dict[str, int], best: float | None) -> Totals:
-    return Totals(evaluations, failures, 0, 0.0, elapsed_s, None, best, "model", 2, 0)
+def totals(elapsed_s: float, evaluations: int, failures: dict[str, int], best: float | None,
+           busy: float | None = None) -> Totals:
+    return Totals(evaluations, failures, 0, 0.0, elapsed_s, None, best, "model", 2, 0, busy)
 
 
 def test_the_driver_records_best_speedup_recent_rate_and_counts_only_what_is_new():
-    best, rate, evaluations, failures = Recorded(), Recorded(), Recorded(), Recorded()
+    best, rate, evaluations, failures, busy = Recorded(), Recorded(), Recorded(), Recorded(), Recorded()
     m = CampaignMetrics("softmax", "softmax-1", warn=pytest.fail,
-                        make=lambda: Instruments(best, rate, evaluations, failures), window_s=60)
+                        make=lambda: Instruments(best, rate, evaluations, failures, busy), window_s=60)
     tags = {"campaign": "softmax", "run": "softmax-1"}
     m.record(totals(10, 4, {"timeout": 1}, None))
-    m.record(totals(20, 24, {"timeout": 1, "wrong": 2}, 1.5))
-    m.record(totals(100, 34, {"timeout": 3, "wrong": 2}, 2.0))
+    m.record(totals(20, 24, {"timeout": 1, "wrong": 2}, 1.5, 0.75))
+    m.record(totals(100, 34, {"timeout": 3, "wrong": 2}, 2.0, 0.5))
     assert best.calls == [(1.5, tags), (2.0, tags)]
+    assert busy.calls == [(0.75, tags), (0.5, tags)]  # none before the evaluators had work
     # 20 evaluations in 10 s; then 10 in the 80 s since the last sample over a minute old
     assert rate.calls == [(0.0, tags), (2.0, tags), (0.125, tags)]
     assert evaluations.calls == [(4, tags), (20, tags), (10, tags)]
@@ -120,3 +122,4 @@ def test_a_campaign_shows_its_metrics_on_the_heads_prometheus_endpoint(tmp_path)
         best = seen[("ray_evo_campaign_best_speedup", "")]
         assert best == pytest.approx(summary["best"]["speedup_over_seed"], rel=1e-3) and best > 1.0  # the faster fake
         assert seen[("ray_evo_campaign_evaluations_per_second", "")] > 0, seen
+        assert 0 < seen[("ray_evo_campaign_evaluator_busy_fraction", "")] <= 1, seen

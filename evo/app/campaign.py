@@ -12,6 +12,7 @@ that dies is replaced by the broker. A killed driver resumes with `evo run --res
 from __future__ import annotations
 
 import random
+import secrets
 import time
 from typing import Any
 
@@ -42,6 +43,26 @@ from mutators.llm import NO_REPLY
 MAX_RESTORES_PER_ROUND = 3
 # causes of proposals that never became a candidate, as the progress lines and summary.json count them
 PROPOSAL_FAILURE_KINDS = ("llm_request_failed", "no_candidate")
+
+
+def busy_summary(stats: EvaluationStats, device: str) -> dict[str, Any]:
+    """How busy the evaluators' device was in this session: the summary's ``evaluator_busy``."""
+    fraction = stats.busy_fraction
+    return {"device": device, "busy_fraction": None if fraction is None else round(fraction, 4),
+            "slot_s": round(stats.slot_s, 3), "slot_compile_s": round(stats.slot_compile_s, 3),
+            "queued_s": round(stats.queued_s, 3), "evaluators": stats.slots, "prepared": stats.prepared,
+            "compiled_ahead": stats.warmed, "prepare_s": round(stats.prepare_s, 3)}
+
+
+def busy_words(busy: dict[str, Any]) -> str:
+    """'GPU busy 87% of the time it had work (...)', or '' before any work."""
+    fraction = busy.get("busy_fraction")
+    if fraction is None:
+        return ""
+    what = "GPU" if busy.get("device") == "cuda" else "evaluators"
+    ahead = f", {busy['compiled_ahead']} of {busy['prepared']} compiled ahead" if busy.get("prepared") else ""
+    return (f"{what} busy {100 * fraction:.0f}% of the time they had work (compiling in the timing slot "
+            f"{busy['slot_compile_s']:.0f} s{ahead})")
 
 
 def _last_line(e: BaseException) -> str:
@@ -91,10 +112,11 @@ class Campaign:
             self.metrics = CampaignMetrics(self.cfg.name, self.store.path.name, warn=self.display.message)
         plan = self.session.plan
         task_spec = self.p.task_files
-        ev_spec = EvaluatorSpec(task_spec, self.cfg.evaluation, self.hooks.evaluator_factory)
+        ev_spec = EvaluatorSpec(task_spec, self.cfg.evaluation, self.hooks.evaluator_factory,
+                                self.hooks.preparer_factory, secrets.token_hex(8) if plan.compile_ahead else "")
         self.broker = start_broker(BrokerSpec(
             ev_spec, plan.count, plan.num_cpus, plan.num_gpus, self.p.task.key, str(self.store.history.path),
-            actor_timeout_s(self.cfg, self.p.task)), self.rt)
+            actor_timeout_s(self.cfg, self.p.task), compile_ahead=plan.compile_ahead), self.rt)
         try:
             infos = self.rt.get(self.broker.start.remote())
         except Exception as e:
@@ -204,7 +226,7 @@ class Campaign:
         failures = {**self.stats.failures, **self.proposal_failures()}
         return Totals(self.stats.evaluations, failures, self.stats.cache_hits, self.llm_usd, self.elapsed(),
                       min(latencies, default=None), max(speedups, default=None),
-                      self.latency_source, len(self.stats.evaluators), self.stats.replaced)
+                      self.latency_source, len(self.stats.evaluators), self.stats.replaced, self.stats.busy_fraction)
 
     def proposal_failures(self) -> dict[str, int]:
         """Proposals that never became a candidate, by cause (an LLM request that failed, or a reply or
@@ -264,7 +286,10 @@ class Campaign:
     def _after_generation(self) -> None:
         for event in self.rt.get(self.broker.drain_events.remote()):
             self.store.events.append(event)
-            self.display.message(f"{event['dead']} replaced by {event['replacement']}: {event['why']}")
+            if event.get("kind") == "evaluator_replaced":
+                self.display.message(f"{event['dead']} replaced by {event['replacement']}: {event['why']}")
+            else:  # a compile-ahead preparer that did not start or was dropped: evaluation goes on without it
+                self.display.message(f"{event.get('kind', 'event')}: {event.get('name')}: {event.get('why')}")
         self._migrate()
         self.store.events.append({"kind": "generation", "generation": self.generation, "time": time.time(),
                                   "evaluations": self.stats.evaluations, "best_speedup": self._totals().best_speedup,
@@ -320,7 +345,8 @@ class Campaign:
             self.store.write_summary(self.summary)
             self.store.events.append({"kind": "stop", "status": status, "reason": reason,
                                       "generation": self.generation, "time": time.time()})
-            self.display.message(f"{status}: {reason}; results in {self.store.path}")
+            busy = busy_words(self.summary["evaluator_busy"])
+            self.display.message(f"{status}: {reason}; {busy + '; ' if busy else ''}results in {self.store.path}")
         finally:
             self.display.close()
             self._shutdown()
@@ -345,6 +371,7 @@ class Campaign:
             "cache_hits": self.stats.cache_hits, "llm_usd": self.llm_usd, "wall_time_s": round(self.elapsed(), 3),
             "seed": {"id": self.p.seed.id, "latency_ms": self.seed_latency_ms}, "best": best_d,
             "evaluators": [vars(e) for e in self.stats.evaluators], "evaluators_replaced": self.stats.replaced,
+            "evaluator_busy": busy_summary(self.stats, self.device),
             "islands_restored": sum(r.restored for r in self.rows),
             "per_island": [vars(r).copy() for r in self.rows], "run_dir": str(self.store.path),
         }

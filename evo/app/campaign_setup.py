@@ -24,7 +24,12 @@ from evo.contracts.mutator_config import MUTATOR_KINDS, AnyMutatorConfig, LLMCon
 from evo.contracts.task import Task
 from evo.contracts.task_files import TaskFiles
 from islands.actors import MutatorFactory
-from islands.evaluator_actor import EvaluatorFactory, default_evaluator_factory
+from islands.evaluator_actor import (
+    EvaluatorFactory,
+    PreparerFactory,
+    default_evaluator_factory,
+    default_preparer_factory,
+)
 from mutators.factory import build_mutator
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +45,7 @@ class CampaignHooks:
 
     mutator_factory: MutatorFactory = build_mutator
     evaluator_factory: EvaluatorFactory = default_evaluator_factory
+    preparer_factory: PreparerFactory = default_preparer_factory
 
 
 @dataclass(frozen=True)
@@ -233,6 +239,16 @@ class EvaluatorPlan:
     num_cpus: float
     num_gpus: float
     why: str
+    compile_ahead: int = 0  # preparers per evaluator node
+
+
+def compile_ahead(cfg: Config, gpu: bool, free_cpus_per_node: float) -> int:
+    """Preparers per evaluator node: as configured, else up to 4 from the CPUs a GPU node's evaluators
+    leave free (none for CPU evaluators)."""
+    asked = cfg.evaluators.compile_ahead
+    if asked is not None:
+        return asked
+    return max(0, min(4, int(free_cpus_per_node))) if gpu else 0
 
 
 def evaluator_plan(cfg: Config) -> EvaluatorPlan:
@@ -247,9 +263,16 @@ def evaluator_plan(cfg: Config) -> EvaluatorPlan:
         if not gpus:
             raise CampaignError("evaluators.placement is gpu but the Ray cluster has no GPU")
         count = e.count or gpus
+        gpu_nodes = max(1, sum(1 for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("GPU")))
+        ahead = compile_ahead(cfg, True, (cpus - count * e.cpus_per_evaluator - 1) / gpu_nodes)
         return EvaluatorPlan(count, e.cpus_per_evaluator, 1.0, f"{count} GPU evaluator(s), one GPU each "
-                                                               f"(cluster: {gpus} GPU, {cpus} CPU)")
+                             f"(cluster: {gpus} GPU, {cpus} CPU){ahead_words(ahead)}", ahead)
     count = e.count or max(1, int(cpus // e.cpus_per_evaluator))
+    ahead = compile_ahead(cfg, False, 0)
     return EvaluatorPlan(count, e.cpus_per_evaluator, 0.0, f"{count} CPU evaluator(s) (cluster: {cpus} CPU, no GPU "
-                                                           "used)")
+                                                           f"used){ahead_words(ahead)}", ahead)
+
+
+def ahead_words(ahead: int) -> str:
+    return f", {ahead} compile-ahead preparer(s) per evaluator node" if ahead else ""
 

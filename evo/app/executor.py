@@ -9,7 +9,15 @@ import importlib.util
 import os
 from dataclasses import dataclass
 
-from evo.app.campaign_setup import CampaignError, EvaluatorPlan, connect_ray, evaluator_plan, release_ray
+from evo.app.campaign_setup import (
+    CampaignError,
+    EvaluatorPlan,
+    ahead_words,
+    compile_ahead,
+    connect_ray,
+    evaluator_plan,
+    release_ray,
+)
 from evo.contracts.config import Config
 from fitness.evaluate import device_for
 from islands.local_runtime import LocalRuntime
@@ -59,10 +67,14 @@ def local_plan(cfg: Config) -> EvaluatorPlan:
         if e.count and e.count > 1:
             raise CampaignError(f"evaluators.count {e.count}: the local executor times on one GPU with one "
                                 "evaluator; use Ray for several GPUs")
-        return EvaluatorPlan(1, e.cpus_per_evaluator, 1.0, "1 GPU evaluator (local executor)")
+        ahead = compile_ahead(cfg, True, (os.cpu_count() or 1) - e.cpus_per_evaluator - 1)
+        return EvaluatorPlan(1, e.cpus_per_evaluator, 1.0, f"1 GPU evaluator (local executor){ahead_words(ahead)}",
+                             ahead)
     cpus = os.cpu_count() or 1
     count = e.count or max(1, int(cpus // e.cpus_per_evaluator))
-    return EvaluatorPlan(count, e.cpus_per_evaluator, 0.0, f"{count} CPU evaluator(s) (local executor, {cpus} CPU)")
+    ahead = compile_ahead(cfg, False, 0)
+    return EvaluatorPlan(count, e.cpus_per_evaluator, 0.0,
+                         f"{count} CPU evaluator(s) (local executor, {cpus} CPU){ahead_words(ahead)}", ahead)
 
 
 def open_session(executor: str, cfg: Config) -> Session:

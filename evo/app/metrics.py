@@ -2,7 +2,8 @@
 
 Ray prefixes every name with `ray_` and a counter's with `_total` too, so Prometheus sees
 `ray_evo_campaign_best_speedup`, `ray_evo_campaign_evaluations_per_second`,
-`ray_evo_campaign_evaluations_total` and `ray_evo_campaign_failures_total` (tag `status`), each tagged
+`ray_evo_campaign_evaluations_total`, `ray_evo_campaign_failures_total` (tag `status`) and
+`ray_evo_campaign_evaluator_busy_fraction` (the evaluators' device: see `islands.broker`), each tagged
 with the campaign's name and its run (the run directory's name). Metrics are a view of the run, never
 a reason to stop it: when Ray cannot create or record them, the campaign says so once and goes on.
 """
@@ -34,6 +35,7 @@ class Instruments:
     evaluations_per_second: Gauge
     evaluations: Counter
     failures: Counter
+    busy_fraction: Gauge | None = None
 
 
 def ray_instruments() -> Instruments:
@@ -52,6 +54,10 @@ def ray_instruments() -> Instruments:
         failures=RayCounter(
             "evo_campaign_failures", tag_keys=(*TAG_KEYS, "status"),
             description="Failed full evaluations by verdict status, and proposals that gave no candidate by cause"),
+        busy_fraction=RayGauge(
+            "evo_campaign_evaluator_busy_fraction", tag_keys=TAG_KEYS,
+            description="Seconds evaluators spent checking and timing (compiles not counted) over wall seconds "
+                        "while they had work, per evaluator"),
     )
 
 
@@ -92,6 +98,8 @@ class CampaignMetrics:
         if t.best_speedup is not None:
             m.best_speedup.set(t.best_speedup, self.tags)
         m.evaluations_per_second.set(self.rate(t.elapsed_s, t.evaluations), self.tags)
+        if m.busy_fraction is not None and t.busy_fraction is not None:
+            m.busy_fraction.set(t.busy_fraction, self.tags)
         # the counters count what the totals added since the last record (a resumed run starts with
         # the evaluations of its earlier sessions, as summary.json counts them)
         if t.evaluations > self.evaluations:

@@ -35,6 +35,7 @@ class Totals:
     latency_source: str
     evaluators: int
     replaced: int
+    busy_fraction: float | None = None  # the evaluators' (`EvaluationStats.busy_fraction`)
 
 
 def _latency(ms: float | None, source: str) -> str:

@@ -201,11 +201,18 @@ class IslandsConfig(Strict):
 class EvaluatorsConfig(Strict):
     """Evaluator actors, each owning one evaluation worker. `placement: auto` gives one actor per GPU
     (`num_gpus=1`, so timings never share a GPU) when the cluster has GPUs, else CPU actors.
-    `count` defaults to the number of GPUs (gpu) or CPUs (cpu) in the cluster."""
+    `count` defaults to the number of GPUs (gpu) or CPUs (cpu) in the cluster.
+
+    `compile_ahead`: preparer processes per evaluator node that lint new candidates and, on a GPU
+    node, compile their kernels before an evaluator takes them, so a GPU's timing slot does not wait
+    for Triton's compiler (`fitness.prepare`). Default: on GPU evaluators, up to 4 per node from the
+    CPUs the evaluators leave free; none for CPU evaluators (the interpreter compiles nothing). 0
+    turns it off."""
 
     placement: Literal["auto", "gpu", "cpu"] = "auto"
     count: int | None = Field(default=None, ge=1)
     cpus_per_evaluator: float = Field(default=1.0, gt=0)
+    compile_ahead: int | None = Field(default=None, ge=0, le=64)
     actor_timeout_s: float | None = Field(default=None, gt=0)  # default: from evaluation.timeout_s
 
 

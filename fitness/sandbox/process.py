@@ -48,6 +48,21 @@ def triton_cache_dir() -> str:
     return _cache_dir
 
 
+def share_triton_cache(name: str) -> str:
+    """Make this process's workers use the Triton cache `name` (a campaign's random token), which every
+    process of this node that calls this with the same name shares: what a compile-ahead worker compiles,
+    the node's GPU worker loads. Still never the user's cache, and a new campaign has a new name."""
+    global _cache_dir
+    if not name.isalnum():
+        raise ValueError(f"a Triton cache name must be alphanumeric, not {name!r}")
+    path = os.path.join(tempfile.gettempdir(), f"evo-triton-cache-{name}")
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    if _cache_dir != path:
+        _cache_dir = path
+        atexit.register(shutil.rmtree, path, True)
+    return path
+
+
 class WorkerTimeout(Exception):
     """The worker did not answer in time and was killed. `stalled`: it got less than
     `STALLED_CPU_FRACTION` of that time on a CPU, so its machine (overloaded, suspended, the

@@ -147,6 +147,31 @@ class Runner:
         except MemoryError as e:
             return self.failure(e)
 
+    def warm(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Compile the loaded candidate's kernels for each case of ``msg["cases"]`` (shapes and dtypes;
+        inputs are zeros) without running them (`fitness.sandbox.jit_hooks.compile_only`). GPU workers
+        only: in the interpreter a launch is the run itself."""
+        from fitness.sandbox.jit_hooks import compile_only
+        from fitness.sandbox.torch_guard import CandidateGuard
+
+        if self.module is None:
+            return {"ok": False, "kind": "crash", "message": "no candidate loaded"}
+        if self.device == "cpu":
+            return {"ok": False, "kind": "unavailable", "message": "compile-ahead needs a GPU worker"}
+        start = time.perf_counter()
+        for case in msg["cases"]:
+            ins = [self._tensor(guard.layout(np.zeros(guard.numel(s["shape"]), dtypes.storage_type(s["dtype"])),
+                                             s["dtype"]), s["dtype"], s["shape"])[1] for s in case["inputs"]]
+            outs = [self._tensor(guard.poisoned(tuple(s["shape"]), s["dtype"], 0), s["dtype"], s["shape"])[1]
+                    for s in case["outputs"]]
+            try:
+                with CandidateGuard(self.filename or ""), compile_only():
+                    self.module.launch(*ins, *outs, **self.params)
+                self.torch.cuda.synchronize()
+            except BaseException as e:
+                return self.failure(e)
+        return {"ok": True, "seconds": time.perf_counter() - start}
+
     def _run(self, msg: dict[str, Any],
              instrument: Callable[[list[Any], dict[str, Any]], AbstractContextManager[Any]] | None) -> dict[str, Any]:
         from fitness.sandbox.torch_guard import CandidateGuard
