@@ -142,8 +142,8 @@ class Island:
     def _propose(self, name: str, parent: Individual, tally: Tally) -> list[Proposal]:
         ctx = MutationContext(
             task=self.task, rng=self.rng, evaluate=self._inner_evaluate(name, parent, tally),
-            elites=list(self.hof), recent_failures=list(self.recent_failures), seed=self.seed,
-            hardware=self.hardware,
+            elites=list(self.hof), population=list(self.population), recent_failures=list(self.recent_failures),
+            seed=self.seed, hardware=self.hardware,
         )
         start = time.monotonic()
         try:

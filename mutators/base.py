@@ -35,6 +35,7 @@ class MutationContext:
     rng: random.Random
     evaluate: EvaluateFn
     elites: Sequence[Individual] = ()
+    population: Sequence[Individual] = ()  # the island's current population (inspirations of other structures)
     recent_failures: Sequence[Individual] = ()  # children that failed their full check, oldest first
     seed: Individual | None = None
     hardware: str = ""  # the target GPU, in words

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from evo.contracts.mutator_config import LLMConfig
 from evo.contracts.task import Task
-from mutators.llm_prompt import CONTRACT, clip
+from mutators.llm_prompt import CONTRACT, clip, task_lines
 
 SYSTEM = f"""You are an expert GPU performance engineer who writes Triton kernels.
 You write a correct Triton kernel for a computation given as a reference in numpy or PyTorch. Correctness
@@ -31,7 +31,7 @@ def lowering_messages(task: Task, *, hardware: str, cfg: LLMConfig) -> list[dict
     sections = [
         "## The reference (what the kernel must compute; evaluated in float64)",
         f"```python\n{clip(task.definition_text(), cfg.source_chars)}\n```",
-        f"dtype: {task.dtype}; check sizes: {task.check_sizes}; timed on: {task.bench_sizes}",
+        *task_lines(task),
         *signature_lines(task),
         f"## Target hardware\n{hardware or 'unspecified'}",
         "## Your task\nWrite the first Triton kernel for this computation: the module with its @triton.jit "

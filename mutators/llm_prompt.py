@@ -1,5 +1,7 @@
-"""The LLM's prompt: what the model must compute, the contract, the parent, its fitness, recent
-failures, a few elite inspirations and the target hardware. Pure text building, no I/O."""
+"""The LLM's prompt, as a kernel engineer would write it: what the model must compute and to which
+tolerance on which value distributions, the target GPU, the parent with its performance and bottleneck
+in words, this mutator's last attempts (diffs and outcomes), other mutators' recent failures, and
+kernels of other structures as inspirations. Pure text building, no I/O."""
 
 from __future__ import annotations
 
@@ -14,6 +16,11 @@ from evo.contracts.mutator_config import LLMConfig
 from evo.contracts.records import Individual
 from evo.contracts.task import Task
 from evo.contracts.verdict import Evaluation
+from mutators.llm_attempts import Attempt, clip, diverse, params_line, recent, unified_diff
+from mutators.llm_bottleneck import NOT_SEARCH_STATE, bottleneck_text, performance_lines
+
+__all__ = ["CONTRACT", "NOT_SEARCH_STATE", "SYSTEM", "build_messages", "clip", "current_kernel", "failure_text",
+           "fitness_lines", "kernel_key", "source_with_params", "task_lines"]
 
 CONTRACT = """The candidate contract (a kernel that breaks it is rejected before it runs):
 - The answer is one Python module defining at least one @triton.jit kernel and
@@ -64,10 +71,6 @@ def kernel_key(model: str, messages: Sequence[Mapping[str, str]]) -> str:
     return hashlib.sha256(f"{model}\n{current_kernel(messages)}".encode()).hexdigest()
 
 
-def clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 20] + "\n... (truncated)"
-
-
 def source_with_params(candidate: Candidate) -> str:
     """The module with its PARAMS literal showing the params this candidate actually runs with."""
     try:
@@ -87,28 +90,9 @@ def source_with_params(candidate: Candidate) -> str:
     return candidate.source
 
 
-# figures of how the evaluator worked, not of the kernel: what the evaluation cost (wall-clock seconds of
-# this machine) and the model's secret sampling seed (drawn per run). Different on every run, so a prompt
-# holding them could never be replayed exactly; and the seed is not the LLM's business.
-NOT_SEARCH_STATE = frozenset({"model_s", "full_run_s", "full_run_estimate_s", "sample_seed"})
-
-
-def fitness_lines(e: Evaluation) -> list[str]:
-    """Latency, speedups, roofline fraction and static resources, as far as the evaluation has them (never
-    how the evaluation itself went: `NOT_SEARCH_STATE`)."""
-    if not e.ok:
-        return [f"status: {e.status.value}: {e.reason}"]
-    out = []
-    if e.latency_ms is not None:
-        src = f" ({e.latency_source.value})" if e.latency_source else ""
-        out.append(f"latency: {e.latency_ms:.4g} ms{src}")
-    else:
-        out.append("latency: not measured")
-    out += [f"speedup over {k}: {v:.3g}x" for k, v in sorted(e.speedups.items())]
-    for k, v in sorted(e.latency_detail.items()):
-        if isinstance(v, (int, float, str, bool)) and k not in NOT_SEARCH_STATE:
-            out.append(f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}")
-    return out
+def fitness_lines(e: Evaluation, task: Task | None = None) -> list[str]:
+    """Latency, speedups and the fraction of the speed of light (`mutators.llm_bottleneck`)."""
+    return performance_lines(e, task)
 
 
 def failure_text(candidate: Candidate | None, e: Evaluation | None, error: str, cfg: LLMConfig) -> str:
@@ -126,27 +110,59 @@ def failure_text(candidate: Candidate | None, e: Evaluation | None, error: str, 
     return "\n".join(parts)
 
 
+def task_lines(task: Task) -> list[str]:
+    """Sizes, dtype, the tolerance and the value distributions the checker uses."""
+    tol = task.tolerance
+    return [
+        f"dtype: {task.dtype}; check sizes: {task.check_sizes}; timed on: {task.bench_sizes}",
+        f"tolerance ({task.dtype}): an output element passes when |out - ref| <= {tol.atol:g} * rms(ref) + "
+        f"{tol.rtol:g} * |ref|; NaN must match NaN, an infinity the same infinity; integer outputs exactly",
+        f"value distributions: at every check size the inputs are drawn from each of {', '.join(task.dists)} "
+        "(the reference's input generator says what each means); outputs must also agree on a second run",
+    ]
+
+
+def _inspiration(s: Individual, current: str, cfg: LLMConfig) -> str:
+    lat = f"{s.latency_ms:.4g} ms" if s.latency_ms is not None else "latency not measured"
+    source = source_with_params(s.candidate)
+    diff = unified_diff(current, source, cfg.source_chars, names=("current", "this kernel"))
+    if len(diff) < 0.8 * len(source) and not diff.endswith("(truncated)"):
+        return f"{lat}; its differences from the current kernel:\n```diff\n{diff}\n```"
+    return f"{lat}:\n```python\n{clip(source, cfg.source_chars)}\n```"
+
+
 def build_messages(task: Task, parent: Individual, *, failures: Sequence[str], inspirations: Sequence[Individual],
-                   hardware: str, cfg: LLMConfig) -> list[dict[str, str]]:
-    """The chat messages for one rewrite of `parent`."""
+                   hardware: str, cfg: LLMConfig, attempts: Sequence[Attempt] = (),
+                   population: Sequence[Individual] = ()) -> list[dict[str, str]]:
+    """The chat messages for one rewrite of `parent`: `attempts` are this mutator's own (oldest first),
+    `failures` other mutators' recent ones; inspirations are drawn from `inspirations` (the elites) and
+    `population`, one per structure."""
     shown = source_with_params(parent.candidate)
+    perf = "\n".join(f"- {line}" for line in performance_lines(parent.evaluation, task))
+    bottleneck = bottleneck_text(parent.evaluation)
+    if bottleneck:
+        perf += f"\nWhat bounds it, per launch (roofline model of the target GPU):\n{bottleneck}"
     sections = [
         "## The reference (what the kernel must compute; evaluated in float64)",
         f"```python\n{clip(task.definition_text(), cfg.source_chars)}\n```",
-        f"dtype: {task.dtype}; check sizes: {task.check_sizes}; timed on: {task.bench_sizes}",
+        "\n".join(task_lines(task)),
         f"## Target hardware\n{hardware or 'unspecified'}",
         "## The current kernel", f"```python\n{clip(shown, cfg.source_chars)}\n```",
-        "Its fitness:\n" + "\n".join(f"- {line}" for line in fitness_lines(parent.evaluation)),
+        f"## Its performance\n{perf}",
     ]
+    mine = recent(attempts, cfg.max_attempts_in_prompt)
+    if mine:
+        sections += ["## Your last attempts (oldest first; diffs against the kernel they started from)",
+                     "\n".join(a.text(n) for n, a in enumerate(mine, 1))]
     if failures and cfg.max_failures_in_prompt:
         shown_failures = failures[max(len(failures) - cfg.max_failures_in_prompt, 0):]
-        sections += ["## Recent attempts that failed (avoid these mistakes)", "\n".join(shown_failures)]
-    others = [s for s in inspirations if s.candidate.id != parent.candidate.id][: cfg.max_inspirations]
+        sections += ["## Recent failures on this island (avoid these mistakes)", "\n".join(shown_failures)]
+    others, same = diverse(parent, (inspirations, population), cfg.max_inspirations)
     if others:
-        sections.append("## Other correct kernels from the population (for inspiration)")
-        for s in others:
-            lat = f"{s.latency_ms:.4g} ms" if s.latency_ms is not None else "latency not measured"
-            sections.append(f"{lat}:\n```python\n{clip(source_with_params(s.candidate), cfg.source_chars)}\n```")
+        sections.append("## Correct kernels of other structures in the population (for inspiration)")
+        sections += [_inspiration(s, shown, cfg) for s in others]
+    if same:
+        sections += ["## The current kernel with other params", "\n".join(params_line(s, parent) for s in same)]
     sections.append("## Your task\nWrite a faster kernel with the same semantics. Keep launch's signature "
                     "(task inputs, then outputs, then keyword meta-parameters listed in PARAMS).")
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(sections)}]

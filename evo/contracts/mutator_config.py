@@ -84,9 +84,11 @@ class LLMConfig(Strict):
     relative `record_path` is relative to the config file. Prices are dollars per million tokens;
     `budget_usd` stops LLM proposals once spent. After `pause_after_failures` requests in a row that
     got no reply, the mutator pauses (the island's other mutators go on) for `pause_s`, doubling with
-    each further pause up to `max_pause_s`; one reply ends the pauses. The prompt shows at most
-    `max_failures_in_prompt` recent failures and `max_inspirations` other kernels, each reason cut at
-    `reason_chars` and each source at `source_chars`. A task without a seed kernel gets its first
+    each further pause up to `max_pause_s`; one reply ends the pauses. The prompt shows this mutator's
+    last `max_attempts_in_prompt` attempts (outcome and diff against the parent, cut at `diff_chars`),
+    at most `max_failures_in_prompt` recent failures of the island's other mutators and
+    `max_inspirations` kernels of other structures, each reason cut at `reason_chars` and each source
+    at `source_chars`. A task without a seed kernel gets its first
     kernel from the first `llm` mutator's model (`evo.app.lowering`), which has `lowering_attempts`
     tries, each rejected one returned with the checker's verdict."""
 
@@ -108,6 +110,8 @@ class LLMConfig(Strict):
     samples_per_proposal: int = Field(default=1, ge=1)
     max_failures_in_prompt: int = Field(default=4, ge=0)
     max_inspirations: int = Field(default=3, ge=0)
+    max_attempts_in_prompt: int = Field(default=4, ge=0)
+    diff_chars: int = Field(default=1500, ge=200)
     reason_chars: int = Field(default=600, ge=40)
     source_chars: int = Field(default=8000, ge=200)
     price_in_per_mtok: float = Field(default=0.0, ge=0)
