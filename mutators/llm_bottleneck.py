@@ -17,7 +17,7 @@ from evo.contracts.verdict import Evaluation
 # holding them could never be replayed exactly; and the seed is not the LLM's business.
 NOT_SEARCH_STATE = frozenset({"model_s", "full_run_s", "full_run_estimate_s", "sample_seed"})
 # scalar figures this module puts in words (or that only say how the latency was taken, e.g. CUDA repetitions)
-_IN_WORDS = frozenset({"gpu", "size", "dram_bytes", "flops", "sol_ms", "sol_bound_ms", "median_ms", "min_ms",
+_IN_WORDS = frozenset({"gpu", "size", "fitness", "dram_bytes", "flops", "sol_ms", "sol_bound_ms", "median_ms", "min_ms",
                        "max_ms", "reps", "copies", "spin_up", "bench_error_ratio"})
 _MAX_LAUNCHES = 4
 
@@ -118,12 +118,18 @@ def performance_lines(e: Evaluation, task: Task | None = None) -> list[str]:
         return [f"status: {e.status.value}: {e.reason}"]
     d = e.latency_detail
     out = []
+    shapes = [s for s in d.get("shapes", []) or [] if isinstance(s, Mapping)]
     if e.latency_ms is not None:
         src = f" ({e.latency_source.value})" if e.latency_source else ""
-        size = f" at size {d['size']}" if isinstance(d.get("size"), dict) else ""
-        out.append(f"latency: {e.latency_ms:.4g} ms{src}{size}")
+        if shapes:
+            out.append(f"latency: {e.latency_ms:.4g} ms{src}, the weighted geometric mean over {len(shapes)} "
+                       "bench sizes (the bottleneck below is at the first):")
+        else:
+            size = f" at size {d['size']}" if isinstance(d.get("size"), dict) else ""
+            out.append(f"latency: {e.latency_ms:.4g} ms{src}{size}")
     else:
         out.append("latency: not measured")
+    out += [shape_line(s) for s in shapes]
     out += [f"speedup over {k}: {v:.3g}x" for k, v in sorted(e.speedups.items())]
     sol = _sol_line(e, task)
     if sol:
@@ -135,6 +141,16 @@ def performance_lines(e: Evaluation, task: Task | None = None) -> list[str]:
         if d.get(k):
             out.append(f"{k.replace('_', ' ')}: " + "; ".join(str(x) for x in d[k]))
     return out
+
+
+def shape_line(s: Mapping[str, Any]) -> str:
+    """One bench size of a fitness over several (`fitness.latency.shapes`)."""
+    ms = s.get("latency_ms")
+    speed = ", ".join(f"{v:.3g}x over {k}" for k, v in sorted(dict(s.get("speedups") or {}).items()))
+    frac = s.get("roofline_fraction")
+    return (f"- size {s.get('size')} (weight {s.get('weight')}): " + (f"{ms:.4g} ms" if ms else "no latency")
+            + (f", {speed}" if speed else "") + (f", {100 * frac:.0f}% of the speed of light" if frac else "")
+            + (f", {s['bound']}-bound" if s.get("bound") else ""))
 
 
 def bottleneck_text(e: Evaluation) -> str:

@@ -148,7 +148,7 @@ def test_the_island_and_the_evaluator_built_from_an_empty_config_carry_the_schem
     assert ev.settings == e and ev.worker.memory_mb == e.memory_mb
     assert len(ev.cases("full")) == len(task.check_sizes) * max(e.draws, len(task.dists))
     assert len(ev.cases("quick")) == min(e.quick_sizes, len(task.check_sizes))
-    model = ev.latency._model_source()
+    model = ev.latency._model_source(0)
     assert isinstance(model, ModelLatency)
     assert model.gpu.name == e.target_gpu and model.compiler.memory_mb == e.memory_mb
     assert ev.latency.mode is e.latency

@@ -77,6 +77,15 @@ def _best(run: RunData, trace: Trace, best: Record | None) -> list[d.Block]:
         facts.append(["fraction of the roofline", f"{ev.roofline_fraction:.1%}"])
     facts.append(["params", ", ".join(f"{k}={v}" for k, v in sorted(best.candidate.params.items()))])
     out.append(d.table(["", ""], facts))
+    shapes = [s for s in ev.latency_detail.get("shapes", []) or [] if isinstance(s, dict)]
+    if shapes:
+        out.append(d.table(
+            ["bench size", "weight", "latency (ms)", "speedup over the seed", "fraction of the roofline", "bound"],
+            [[str(s.get("size")), f"{s.get('weight')}", f"{s['latency_ms']:.4g}" if s.get("latency_ms") else "-",
+              _x((s.get("speedups") or {}).get("seed"), 3),
+              f"{s['roofline_fraction']:.1%}" if s.get("roofline_fraction") else "-", str(s.get("bound") or "-")]
+             for s in shapes],
+            "the latency above is the weighted geometric mean of these"))
     baselines = sorted(k for k in ev.speedups if k != "seed")
     if trace.latency_source == "model" and not baselines:
         out.append(d.Para("The model has no torch baselines; they are timed on CUDA only."))

@@ -45,10 +45,25 @@ class Topology(str, Enum):
 
 
 class SizesConfig(Strict):
-    """Sizes that override a task's constants: `check` for correctness, `bench` for latency."""
+    """Sizes that override a task's constants: `check` for correctness, `bench` for latency.
+    `bench_weights` (one positive number per bench size) makes the fitness the weighted geometric
+    mean of the latencies at every bench size; without it, the latency at the first bench size (and
+    a task module's own ``BENCH_WEIGHTS`` apply only to its own bench sizes)."""
 
     check: list[dict[str, Any]] = Field(min_length=1)
     bench: list[dict[str, Any]] = Field(default_factory=list)
+    bench_weights: list[float] | None = None
+
+    @model_validator(mode="after")
+    def _weights_match(self) -> SizesConfig:
+        if self.bench_weights is not None:
+            if not self.bench:
+                raise ValueError("bench_weights needs the bench sizes they weigh (sizes.bench)")
+            if len(self.bench_weights) != len(self.bench):
+                raise ValueError(f"{len(self.bench_weights)} bench_weights for {len(self.bench)} bench sizes")
+            if any(not w > 0 for w in self.bench_weights):
+                raise ValueError(f"bench_weights must be positive, not {self.bench_weights}")
+        return self
 
 
 class ToleranceConfig(Strict):

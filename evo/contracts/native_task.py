@@ -11,6 +11,9 @@ Module-level names (see ``tasks/softmax/task.py`` for a complete example):
     ``(array, "float32")`` fixes a dtype explicitly.
 ``reference(*inputs) -> array | tuple``
     the computation, in numpy; it receives float inputs as float64 (the rounded values).
+``BENCH_WEIGHTS`` (optional)
+    one positive weight per bench size: the fitness is then the weighted geometric mean of the
+    latencies at every bench size (`Task.fitness_sizes`), else the latency at the first.
 ``DISTS`` (optional)
     value distributions the generator understands, default ``("normal", "wide")``.
 ``TOLERANCE`` (optional)
@@ -85,6 +88,8 @@ class NativeTask(Task):
             )
         self.check_sizes = list(_required(m, "CHECK_SIZES", path))
         self.bench_sizes = list(_required(m, "BENCH_SIZES", path))
+        weights = getattr(m, "BENCH_WEIGHTS", None)
+        self.set_bench_weights(list(weights) if weights is not None else None)
         self._inputs: Callable[..., list[Any]] = _required(m, "inputs", path)
         self._reference: Callable[..., Any] = _required(m, "reference", path)
         self.dists = tuple(getattr(m, "DISTS", ("normal", "wide")))

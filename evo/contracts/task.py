@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,9 +131,30 @@ class Task(ABC):
     tolerances: dict[str, Tolerance]
     seed_source: str | None
     tolerance_override: Tolerance | None = None
+    # fitness over several bench sizes: weight by size (`size_key`); see `fitness_sizes`
+    bench_weights: dict[str, float] | None = None
 
     def __init__(self) -> None:
         self._cache: dict[Case, CaseData] = {}
+
+    def fitness_sizes(self) -> list[tuple[int, float]]:
+        """(index into `bench_sizes`, weight) of every size the fitness covers: each bench size that has a
+        weight (`bench_weights`), whose latencies combine as a weighted geometric mean; without weights
+        (or none for the present bench sizes), the first bench size alone, as a plain latency."""
+        weights = self.bench_weights or {}
+        weighted = [(i, float(weights[size_key(s)])) for i, s in enumerate(self.bench_sizes) if size_key(s) in weights]
+        return weighted or ([(0, 1.0)] if self.bench_sizes else [])
+
+    def set_bench_weights(self, weights: list[float] | None) -> None:
+        """Weights for `bench_sizes`, in their order (None: fitness at the first bench size only)."""
+        if weights is None:
+            self.bench_weights = None
+            return
+        if len(weights) != len(self.bench_sizes):
+            raise TaskError(f"task {self.name}: {len(weights)} bench weights for {len(self.bench_sizes)} bench sizes")
+        if not all(isinstance(w, (int, float)) and w > 0 and math.isfinite(w) for w in weights):
+            raise TaskError(f"task {self.name}: bench weights must be positive numbers, not {weights}")
+        self.bench_weights = {size_key(s): float(w) for s, w in zip(self.bench_sizes, weights)}
 
     @property
     def tolerance(self) -> Tolerance:

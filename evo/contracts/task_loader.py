@@ -37,6 +37,8 @@ def build_task(cfg: TaskConfig, base_dir: Path) -> Task:
             task.bench_sizes = cfg.sizes.bench or task.bench_sizes
         if cfg.seed:
             task.seed_source = resolve_path(cfg.seed, base_dir, "task.seed").read_text()
+    if cfg.sizes is not None and cfg.sizes.bench_weights is not None:
+        task.set_bench_weights(cfg.sizes.bench_weights)
     if cfg.tolerance is not None:
         task.tolerance_override = Tolerance(cfg.tolerance.atol, cfg.tolerance.rtol)
     return task

@@ -60,7 +60,7 @@ class CudaLatency:
     """Measured latency of candidates for one task, in `worker` (a CUDA evaluation worker)."""
 
     def __init__(self, task: Task, settings: EvaluationConfig, *, worker: Worker, secret: int = 0,
-                 bench_check: BenchCheck | None = None) -> None:
+                 bench_check: BenchCheck | None = None, index: int = 0) -> None:
         """`secret` draws the bench inputs; `bench_check(candidate, case)` runs a candidate in full at the
         bench size when the worker could not compare its outputs with a torch reference there."""
         self.task = task
@@ -68,7 +68,8 @@ class CudaLatency:
         self.worker = worker
         self.secret = secret
         self.bench_check = bench_check
-        self.size = dict(task.bench_sizes[0])
+        self.index = index  # which bench size this instance times
+        self.size = dict(task.bench_sizes[index])
         self.key = f"{task.key}:{size_key(self.size)}"
         self._setup_session = -1
         self._baseline_session = -1
@@ -95,7 +96,7 @@ class CudaLatency:
         return reply
 
     def _setup(self) -> None:
-        case = self.task.bench_case(self.size, data=True, draw=self.task.bench_cases(self.secret)[0])
+        case = self.task.bench_case(self.size, data=True, draw=self.task.bench_cases(self.secret)[self.index])
         ins, outs = tensor_specs(case)
         out_dtype = case.output_dtypes[0] if case.output_dtypes else self.task.dtype
         tol = self.task.tolerance_for(out_dtype)
@@ -217,7 +218,7 @@ class CudaLatency:
             if self.bench_check is None:
                 return LatencyResult(reason="latency unavailable: the outputs at the bench size could not be "
                                             "compared with a reference", gpu=self.device_name)
-            full = self.bench_check(candidate, self.task.bench_cases(self.secret)[0])
+            full = self.bench_check(candidate, self.task.bench_cases(self.secret)[self.index])
             if not full.ok:
                 return replace(result, status=full.status, reason=f"at bench size {self.size}: {full.reason}")
         violation = speed_of_light_violation(latency, sol_bound)

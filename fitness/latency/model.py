@@ -1,7 +1,7 @@
 """The modelled latency source: counts from the interpreter, resources from a cross-compile, and the
 roofline model of the target GPU (`fitness.latency.roofline`), cached by candidate id.
 
-One model run of a candidate, at the task's first bench size:
+One model run of a candidate, at one of the task's bench sizes (`index`, the first by default):
 
 1. the interpreter worker (on a machine without CUDA, the evaluation worker itself) loads the
    candidate afresh (no state carried from the check's calls) and runs ``launch`` on inputs drawn
@@ -58,8 +58,8 @@ class ModelLatency:
     """Modelled latency of candidates for one task (see the module docstring)."""
 
     def __init__(self, task: Task, settings: EvaluationConfig, *, interp_worker: Worker | None,
-                 compile_worker: Worker | None = None, secret: int = 0, bench_check: BenchCheck | None = None
-                 ) -> None:
+                 compile_worker: Worker | None = None, secret: int = 0, bench_check: BenchCheck | None = None,
+                 index: int = 0) -> None:
         """Workers passed in are shared (and left open by `close`); missing ones are started here.
         `bench_check(candidate, case)` runs the candidate in full on a bench case; by default the
         equivalence check in the interpreter worker, within ``verify_timeout_s``."""
@@ -67,7 +67,8 @@ class ModelLatency:
         self.settings = settings
         self.secret = secret
         self.gpu = get_profile(settings.target_gpu)
-        self.size = dict(task.bench_sizes[0])
+        self.index = index  # which bench size this instance models
+        self.size = dict(task.bench_sizes[index])
         self._own = [w is None for w in (interp_worker, compile_worker)]
         self.interp = interp_worker or Worker(device="cpu", memory_mb=settings.memory_mb,
                                               bench_memory_mb=settings.profile_memory_mb, isolation=settings.isolation)
@@ -83,7 +84,7 @@ class ModelLatency:
 
     @property
     def case(self) -> Case:
-        return self.task.bench_cases(self.secret)[0]
+        return self.task.bench_cases(self.secret)[self.index]
 
     def data(self) -> CaseData:
         """Inputs and float64 reference at the bench size (computed once per task object)."""

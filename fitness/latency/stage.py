@@ -20,17 +20,21 @@ for reasons of its own, the candidate keeps its status and the latency is absent
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.gpus import get_profile, profile_for_device
 from evo.contracts.task import Task
-from evo.contracts.verdict import LatencySource
+from evo.contracts.verdict import LatencySource, Status
 from fitness.latency.result import BenchCheck, LatencyBackend, LatencyResult
+from fitness.latency.shapes import combine
 from fitness.sandbox.process import Worker
 
 
 class LatencyStage:
-    """Latency of passing candidates: measured on CUDA, modelled otherwise (see module docstring)."""
+    """Latency of passing candidates: measured on CUDA, modelled otherwise (see module docstring); at
+    every bench size the task weighs, combined (`fitness.latency.shapes`), else at its first."""
 
     def __init__(self, task: Task, settings: EvaluationConfig, *, device: str, worker: Worker, secret: int = 0,
                  bench_check: BenchCheck | None = None) -> None:
@@ -42,14 +46,15 @@ class LatencyStage:
         self.worker = worker
         self.secret = secret
         self.bench_check = bench_check
-        self._measured: LatencyBackend | None = None
-        self._modelled: LatencyBackend | None = None
+        self.sizes = task.fitness_sizes()  # (bench size index, weight)
+        self._measured: dict[int, LatencyBackend] = {}
+        self._modelled: dict[int, LatencyBackend] = {}
         if not task.bench_sizes:
             self.mode = LatencyMode.OFF
         else:
             self.mode = settings.latency
         if self.source is LatencySource.MODEL:
-            self._model_source()  # starts the model's workers now, overlapping their imports
+            self._model_source(self.sizes[0][0])  # starts the model's workers now, overlapping their imports
 
     @property
     def source(self) -> LatencySource | None:
@@ -63,37 +68,56 @@ class LatencyStage:
     def enabled(self) -> bool:
         return self.source is not None
 
-    def _model_source(self) -> LatencyBackend:
-        if self._modelled is None:
+    def _model_source(self, index: int) -> LatencyBackend:
+        if index not in self._modelled:
             from fitness.latency.model import ModelLatency
 
-            # on CPU the model's full bench-size check runs in this evaluator's worker, on CUDA in its own
+            # on CPU the model's full bench-size check runs in this evaluator's worker, on CUDA in its own;
+            # the models of further sizes share the first one's workers
             on_cpu = self.device == "cpu"
-            self._modelled = ModelLatency(self.task, self.settings, interp_worker=self.worker if on_cpu else None,
-                                          secret=self.secret, bench_check=self.bench_check if on_cpu else None)
-        return self._modelled
+            first = next(iter(self._modelled.values()), None)
+            interp = self.worker if on_cpu else getattr(first, "interp", None)
+            self._modelled[index] = ModelLatency(
+                self.task, self.settings, interp_worker=interp, compile_worker=getattr(first, "compiler", None),
+                secret=self.secret, bench_check=self.bench_check if on_cpu else None, index=index)
+        return self._modelled[index]
+
+    def _cuda_source(self, index: int) -> LatencyBackend:
+        if index not in self._measured:
+            from fitness.latency.cuda import CudaLatency
+
+            self._measured[index] = CudaLatency(self.task, self.settings, worker=self.worker, secret=self.secret,
+                                                bench_check=self.bench_check, index=index)
+        return self._measured[index]
 
     def measure(self, candidate: Candidate, *, level: str = "full") -> LatencyResult:
         """The latency of a candidate that passed equivalence."""
         if self.source is LatencySource.CUDA:
-            if self._measured is None:
-                from fitness.latency.cuda import CudaLatency
-
-                self._measured = CudaLatency(self.task, self.settings, worker=self.worker, secret=self.secret,
-                                             bench_check=self.bench_check)
-            return self._measured.measure(candidate, level)
+            return self._over_sizes(candidate, level, self._cuda_source)
         if self.source is LatencySource.MODEL:
-            return self._model_source().measure(candidate, level)
+            return self._over_sizes(candidate, level, self._model_source)
         return LatencyResult()
 
     def model(self, candidate: Candidate) -> LatencyResult:
         """The modelled latency, whatever the device (for reports that show both)."""
-        return self._model_source().measure(candidate, "full")
+        return self._over_sizes(candidate, "full", self._model_source)
+
+    def _over_sizes(self, candidate: Candidate, level: str,
+                    backend: Callable[[int], LatencyBackend]) -> LatencyResult:
+        """The result at each fitness size in order, stopping at the first that fails, combined."""
+        parts = []
+        for index, weight in self.sizes:
+            r = backend(index).measure(candidate, level)
+            parts.append((self.task.bench_sizes[index], weight, r))
+            if r.status is not Status.OK:
+                break
+        return combine(parts)
 
     def close(self) -> None:
-        for s in (self._measured, self._modelled):
-            if s is not None:
-                s.close()
+        # the first model of each kind owns the workers the others share: close it last
+        for backends in (self._measured, self._modelled):
+            for b in reversed(list(backends.values())):
+                b.close()
 
 
 def target_hardware(settings: EvaluationConfig, device: str, gpu_name: str = "") -> str:

@@ -37,6 +37,7 @@ class Ev:
     note: str = ""
     same_as: int | None = None  # another evaluation of the candidate at this index (e.g. its verification)
     incidents: tuple[str, ...] = ()  # infrastructure failures its check met (and ran again after)
+    detail: dict[str, Any] | None = None  # its latency_detail
 
 
 @dataclass
@@ -78,7 +79,7 @@ def make_run(root: Path, name: str, evs: list[Ev], *, kinds: tuple[str, ...] = (
         ev = Evaluation(c.id, "softmax-synthetic", "cpu", e.status, reason=e.reason, level=e.level,
                         error=0.0 if e.status is Status.OK else 1.0, latency_ms=e.latency_ms,
                         latency_source=LatencySource.MODEL if e.latency_ms is not None else None, latency_gpu="h100",
-                        incidents=list(e.incidents))
+                        incidents=list(e.incidents), latency_detail=dict(e.detail or {}))
         proposal = Proposal(c, e.mutator, tuple([pick(parent).id]) if parent is not None and i else (), 0,
                             0 if i == 0 else e.generation, e.note)
         record = Individual(proposal, ev, seconds=0.5, evaluator="evaluator-0", time=T0 + e.at_s)
