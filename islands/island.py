@@ -9,7 +9,8 @@ Plain Python (no Ray, no I/O): `islands.actors` wraps it in an actor. One genera
 4. each mutator observes the verdicts of its proposals; the selector records each pull's outcomes
    (a child already in the population counts as proposing nothing new);
 5. replacement keeps the best `population` of parents and correct children (DEAP `selBest`),
-   one copy per candidate id; the hall of fame, statistics and logbook are DEAP's.
+   one copy per candidate id, at most `structure_share` of them of one kernel structure while other
+   structures are left (`islands.diversity`); the hall of fame, statistics and logbook are DEAP's.
 The RNG stream is seeded from the campaign seed and the island index; it survives checkpoints, so a
 restored island proposes what the lost one would have, and the shared cache answers for free.
 """
@@ -34,6 +35,7 @@ from evo.contracts.records import Individual, Proposal, Tier, same_id
 from evo.contracts.task import Task
 from evo.contracts.verdict import FULL, VERIFIED, Evaluation
 from islands.checkpoint import island_state, load_island_state
+from islands.diversity import diverse_best, structure_cap
 from islands.evaluation import EvaluationService
 from islands.report import GenerationReport, Tally
 from mutators.base import EvaluateFn, MutationContext, Mutator
@@ -225,7 +227,8 @@ class Island:
         unique: dict[str, Individual] = {}
         for ind in pool:
             unique.setdefault(ind.id, ind)  # incumbents first: on equal fitness they stay
-        return list(tools.selBest(list(unique.values()), self.cfg.population))
+        cap = structure_cap(self.cfg.population, self.cfg.structure_share)
+        return diverse_best(list(unique.values()), self.cfg.population, cap)
 
     def _admit_best(self, tally: Tally) -> None:
         """Update the hall of fame; its head, the island's best, must have passed a full run at every bench

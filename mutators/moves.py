@@ -1,5 +1,7 @@
 """The STOKE move set: a list of frozen move values, looked up by name.
 
+Structural moves (`mutators.moves_structure`) change what the sweep of SPACE cannot: a loop
+specialized away when one block covers it, a value computed twice computed once.
 Weights are the default proposal probabilities (relative): meta-parameter moves are the cheapest
 way to a faster correct kernel, so they are drawn more often than a random statement deletion.
 """
@@ -18,6 +20,7 @@ from mutators.moves_code import (
     SwapStatements,
 )
 from mutators.moves_hints import HINTS, AddHint, CacheHint, DtypeChange, LoopKind, MaskChange, RemoveHint
+from mutators.moves_structure import ReuseValue, SingleBlock
 
 __all__ = ["DEFAULT_WEIGHTS", "MOVES", "Applied", "Move", "move_named"]
 
@@ -36,9 +39,14 @@ MOVES: tuple[Move, ...] = (
     LoopKind(),
     MaskChange(),
     DtypeChange(),
+    SingleBlock(),
+    ReuseValue(),
 )
 MOVE_NAMES: tuple[str, ...] = tuple(m.name for m in MOVES)
-DEFAULT_WEIGHTS: dict[str, float] = {name: 1.0 for name in MOVE_NAMES} | {"param x2": 4.0, "param /2": 4.0}
+# a structural move has few sites and each is a large step, so it is drawn a little more often than a
+# statement edit; where it finds no site the chain just draws again
+DEFAULT_WEIGHTS: dict[str, float] = {name: 1.0 for name in MOVE_NAMES} | {
+    "param x2": 4.0, "param /2": 4.0, "single block": 2.0}
 
 
 def move_named(name: str) -> Move:

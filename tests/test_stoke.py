@@ -46,6 +46,10 @@ def launch(x, y, *, BLOCK, num_warps):
     _k[(triton.cdiv(x.numel(), BLOCK),)](x, y, x.numel(), BLOCK=BLOCK, num_warps=num_warps)
 """)
 
+# reads its input twice (an LLM's or a duplicate move's leftover): the structural "reuse value" site
+REREAD = Candidate.from_source(HINTED.source.replace(
+    "    y = tl.fma(", "    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)\n    y = tl.fma("))
+
 
 def test_every_move_kind_is_listed_once_with_a_default_weight():
     assert len(set(MOVE_NAMES)) == len(MOVES) >= 19
@@ -57,7 +61,7 @@ def test_every_move_kind_is_listed_once_with_a_default_weight():
 @pytest.mark.parametrize("move", MOVES, ids=MOVE_NAMES)
 def test_moves_change_a_copy_and_never_the_parent(move):
     applied_any = False
-    for parent in (SOFTMAX, MATMUL, HINTED):
+    for parent in (SOFTMAX, MATMUL, HINTED, REREAD):
         before = (parent.source, dict(parent.params), parent.id)
         rng = random.Random(5)
         for _ in range(10):

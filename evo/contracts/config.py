@@ -202,7 +202,10 @@ class MigrationConfig(Strict):
 class IslandsConfig(Strict):
     """The island populations. Each generation an island draws `offspring` parents by tournament,
     each parent goes to one mutator, and the best `population` of parents and children survive.
-    The last `recent_failures` failed children are shown to mutators (the LLM's "what went wrong")."""
+    The last `recent_failures` failed children are shown to mutators (the LLM's "what went wrong").
+    `structure_share`: at most this share of the population (rounded up, at least one) is given to one
+    kernel structure (its source without params) while kernels of other structures are left to take
+    the other places, so one structure's param variants cannot take a population over; 1 turns it off."""
 
     count: int = Field(default=2, ge=1)
     population: int = Field(default=8, ge=1)
@@ -210,6 +213,7 @@ class IslandsConfig(Strict):
     tournament_size: int = Field(default=3, ge=1)
     hall_of_fame: int = Field(default=5, ge=1)
     recent_failures: int = Field(default=8, ge=1)
+    structure_share: float = Field(default=0.5, gt=0, le=1)
     migration: MigrationConfig = MigrationConfig()
 
 
