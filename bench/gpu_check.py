@@ -90,6 +90,58 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             print(f"    model: {r['model_status']}: {r['model_reason'][:300]}")
 
 
+def check_tasks(tasks: list[str], out: Path, *, device: str, device_name: str, target: str,
+                settings: EvaluationConfig, memory_mb: int, measured_by: str = "cuda"
+                ) -> tuple[list[dict[str, Any]], list[str], float]:
+    """Each task's seed and known-better kernel evaluated on `device` with `settings` and modelled for
+    `target`; rows, failures and seconds, also written to ``out/gpu_check.json`` after every task.
+    `measured_by` says what produced the "measured" figures (a CPU rehearsal: the model)."""
+    start = time.monotonic()
+    bench_mb = settings.profile_memory_mb if device == "cpu" else 0  # a CPU stand-in also runs the model there
+    cuda = Worker(device=device, memory_mb=memory_mb, bench_memory_mb=bench_mb, isolation=settings.isolation)
+    interp = Worker(device="cpu", memory_mb=memory_mb, isolation=settings.isolation)
+    compiler = Worker(compile_only=True, memory_mb=memory_mb, isolation=settings.isolation)
+    rows: list[dict[str, Any]] = []
+    failures: list[str] = []
+
+    def write() -> float:
+        elapsed = time.monotonic() - start
+        report = {"device": device_name, "measured_by": measured_by, "model_target": target, "seconds": elapsed,
+                  "rows": rows,
+                  "failures": failures, "sandbox": {w: {"mechanism": k.sandbox, "problems": k.sandbox_problems}
+                                                    for w, k in (("cuda", cuda), ("interp", interp))}}
+        (out / "gpu_check.json").write_text(json.dumps(report, indent=1, default=str))
+        return elapsed
+
+    try:
+        for name in tasks:
+            task = NativeTask(TASK_LIBRARY / name)
+            model = ModelLatency(task, EvaluationConfig(latency=LatencyMode.MODEL, target_gpu=target),
+                                 interp_worker=interp, compile_worker=compiler)
+            with Evaluator(task, settings, device=device, worker=cuda) as ev:
+                for variant in VARIANTS:
+                    t0 = time.monotonic()
+                    cand = Candidate.from_file(TASK_LIBRARY / name / f"{variant}.py")
+                    verdict = ev.evaluate(cand)
+                    modelled = model.measure(cand)
+                    rows.append(_row(name, variant, verdict, modelled))
+                    print(f"  {name}/{variant}: {verdict.status.value} measured {_fmt(rows[-1]['measured_us'])} us, "
+                          f"model {_fmt(rows[-1]['model_us'])} us ({time.monotonic() - t0:.1f} s){_spin(verdict)}",
+                          flush=True)
+                    if not verdict.ok:
+                        failures.append(f"{name}/{variant}: {verdict.status.value}: {verdict.reason}")
+            seed_row, better_row = rows[-2], rows[-1]
+            if (seed_row["measured_us"] and better_row["measured_us"]
+                    and better_row["measured_us"] >= seed_row["measured_us"]):
+                failures.append(f"{name}: known_better ({better_row['measured_us']:.1f} us) is not faster than "
+                                f"the seed ({seed_row['measured_us']:.1f} us)")
+            write()  # after every task: a run cut short keeps what it measured
+    finally:
+        for w in (cuda, interp, compiler):
+            w.close()
+    return rows, failures, write()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir", help="directory for gpu_check.json")
@@ -119,48 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                                 target_gpu=target, baselines=[Baseline(b) for b in args.baselines.split(",") if b],
                                 latency_timeout_s=600.0, isolation=not args.no_isolation)
     print(f"gpu_check: {device_name}; model target {target}; tasks {', '.join(tasks)}", flush=True)
-    start = time.monotonic()
-    cuda = Worker(device="cuda", memory_mb=args.memory_mb, isolation=settings.isolation)
-    interp = Worker(device="cpu", memory_mb=args.memory_mb, isolation=settings.isolation)
-    compiler = Worker(compile_only=True, memory_mb=args.memory_mb, isolation=settings.isolation)
-    rows: list[dict[str, Any]] = []
-    failures: list[str] = []
-
-    def write() -> float:
-        elapsed = time.monotonic() - start
-        report = {"device": device_name, "model_target": target, "seconds": elapsed, "rows": rows,
-                  "failures": failures, "sandbox": {w: {"mechanism": k.sandbox, "problems": k.sandbox_problems}
-                                                    for w, k in (("cuda", cuda), ("interp", interp))}}
-        (out / "gpu_check.json").write_text(json.dumps(report, indent=1, default=str))
-        return elapsed
-
-    try:
-        for name in tasks:
-            task = NativeTask(TASK_LIBRARY / name)
-            model = ModelLatency(task, EvaluationConfig(latency=LatencyMode.MODEL, target_gpu=target),
-                                 interp_worker=interp, compile_worker=compiler)
-            with Evaluator(task, settings, device="cuda", worker=cuda) as ev:
-                for variant in VARIANTS:
-                    t0 = time.monotonic()
-                    cand = Candidate.from_file(TASK_LIBRARY / name / f"{variant}.py")
-                    verdict = ev.evaluate(cand)
-                    modelled = model.measure(cand)
-                    rows.append(_row(name, variant, verdict, modelled))
-                    print(f"  {name}/{variant}: {verdict.status.value} measured {_fmt(rows[-1]['measured_us'])} us, "
-                          f"model {_fmt(rows[-1]['model_us'])} us ({time.monotonic() - t0:.1f} s){_spin(verdict)}",
-                          flush=True)
-                    if not verdict.ok:
-                        failures.append(f"{name}/{variant}: {verdict.status.value}: {verdict.reason}")
-            seed_row, better_row = rows[-2], rows[-1]
-            if (seed_row["measured_us"] and better_row["measured_us"]
-                    and better_row["measured_us"] >= seed_row["measured_us"]):
-                failures.append(f"{name}: known_better ({better_row['measured_us']:.1f} us) is not faster than "
-                                f"the seed ({seed_row['measured_us']:.1f} us)")
-            write()  # after every task: a run cut short keeps what it measured
-    finally:
-        for w in (cuda, interp, compiler):
-            w.close()
-    elapsed = write()
+    rows, failures, elapsed = check_tasks(tasks, out, device="cuda", device_name=device_name, target=target,
+                                          settings=settings, memory_mb=args.memory_mb)
     print()
     print_table(rows)
     print(f"\ngpu_check: {len(rows)} evaluations in {elapsed:.0f} s; wrote {out / 'gpu_check.json'}")
