@@ -27,6 +27,7 @@ from evo.app.executor import Session, open_session
 from evo.app.metrics import CampaignMetrics
 from evo.app.progress import Display, IslandRow, Totals
 from evo.app.results import individual_summary, standalone_kernel
+from evo.app.sweep_ref import sweep_words
 from evo.contracts.records import Individual, best_of
 from fitness.evaluate import isolation_message
 from fitness.latency.stage import target_hardware
@@ -347,6 +348,8 @@ class Campaign:
                                       "generation": self.generation, "time": time.time()})
             busy = busy_words(self.summary["evaluator_busy"])
             self.display.message(f"{status}: {reason}; {busy + '; ' if busy else ''}results in {self.store.path}")
+            if compared := sweep_words(self.summary):
+                self.display.message(compared)
         finally:
             self.display.close()
             self._shutdown()

@@ -43,6 +43,7 @@ def individual_summary(ind: Individual | None, seed_latency_ms: float | None) ->
         "status": ev.status.value,
         "latency_ms": ind.latency_ms,
         "latency_source": ev.latency_source.value if ev.latency_source else None,
+        "latency_gpu": ev.latency_gpu,
         "speedup_over_seed": speedup(seed_latency_ms, ind.latency_ms),
         "speedups": dict(ev.speedups),
         "shapes": list(ev.latency_detail.get("shapes", [])),  # per bench size, when the fitness covers several

@@ -1,0 +1,47 @@
+"""How a campaign's result compares with a sweep of the seed's SPACE (the baseline any search must
+beat): the reference is measured once per task, target and latency source by `bench/space_sweep.py`
+and kept in `bench/data/space_sweeps.json`; a campaign on the same task (same task key) and the same
+source of latency says, in its last lines, how far above or below it ended.
+
+Modelled figures vary a little between runs (the model samples programs from the run's secret), so
+a difference within about 1% is "the same as the sweep", not a win.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SWEEPS = Path(__file__).resolve().parents[2] / "bench" / "data" / "space_sweeps.json"
+SAME_WITHIN = 0.01
+
+
+def sweep_key(task_key: str, latency_source: str, gpu: str) -> str:
+    return f"{task_key}|{latency_source}|{gpu}"
+
+
+def load_sweeps(path: Path = SWEEPS) -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def sweep_words(summary: dict[str, Any], path: Path = SWEEPS) -> str:
+    """One line comparing the run's best with the cached sweep of its seed's SPACE ('' without one)."""
+    best = summary.get("best") or {}
+    speedup = best.get("speedup_over_seed")
+    gpu = str(best.get("latency_gpu") or "")
+    ref = load_sweeps(path).get(sweep_key(str(summary.get("task_key")), str(summary.get("latency_source")), gpu))
+    if not ref or not speedup:
+        return ""
+    sweep = float(ref["best_speedup"])
+    gain = speedup / sweep - 1.0
+    verdict = ("the same as the sweep (within 1%)" if abs(gain) <= SAME_WITHIN else
+               f"{100 * gain:.1f}% {'above' if gain > 0 else 'below'} the sweep")
+    return (f"vs a sweep of the seed's SPACE ({ref['points']} points, {ref['evaluations']} evaluations, "
+            f"{ref['seconds']:.0f} s, cached in bench/data/space_sweeps.json): campaign {speedup:.3f}x over the "
+            f"seed, sweep {sweep:.3f}x: {verdict}; random draws from the SPACE reach 95% of the sweep's best "
+            f"in {ref['draws_to_95']:.1f} evaluations on average")
