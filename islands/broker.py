@@ -37,6 +37,8 @@ from islands.evaluation import Answer, EvaluationLedger, EvaluationStats, Run
 from islands.evaluator_actor import EvaluatorActor, EvaluatorInfo, EvaluatorSpec, PreparerActor
 from islands.runtime import Runtime
 
+PREPARER_START_S = 120.0
+
 
 class BrokerError(RuntimeError):
     """Evaluation cannot go on (no evaluator could be started, evaluators disagree on the task)."""
@@ -145,7 +147,9 @@ class EvaluationBroker:
         name = f"preparer-{node[:8]}-{i}"
         actor = self.rt.actor(PreparerActor, self.spec.evaluator, name, name=name, num_cpus=1.0, node=node)
         try:
-            where: str = await asyncio.wait_for(_awaitable(actor.node.remote()), self.spec.start_timeout_s)
+            # a preparer starts in seconds; one that waits for a free CPU must not hold up the campaign
+            where: str = await asyncio.wait_for(_awaitable(actor.node.remote()),
+                                                min(self.spec.start_timeout_s, PREPARER_START_S))
         except Exception as e:
             if not (self.rt.timed_out(e) or self.rt.died(e) or self.rt.failed(e)):
                 raise
