@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import sys
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from evo.contracts.candidate import Candidate, Params, ParamValue
+from evo.contracts.candidate import Candidate, Params, space_point, space_size
 from evo.contracts.native_task import TASK_LIBRARY, library_tasks
 
 DEFAULT_LIST = ROOT / "bench" / "data" / "calibration_kernels.jsonl"
@@ -58,20 +57,6 @@ class CalibrationKernel:
     def from_dict(cls, d: dict[str, Any]) -> CalibrationKernel:
         return cls(str(d["task"]), str(d["id"]), str(d["variant"]), str(d["source_path"]),
                    str(d["structure"]), dict(d["params"]))
-
-
-def space_point(space: dict[str, list[ParamValue]], index: int) -> Params:
-    """The `index`-th point of a SPACE's grid (names sorted, the last name fastest, as `mutators.sweep`)."""
-    names = sorted(space)
-    point: Params = {}
-    for name in reversed(names):
-        index, digit = divmod(index, len(space[name]))
-        point[name] = space[name][digit]
-    return {n: point[n] for n in names}
-
-
-def space_size(space: dict[str, list[ParamValue]]) -> int:
-    return math.prod(len(v) for v in space.values()) if space else 0
 
 
 def variant_kernels(task: str, variant: str, count: int) -> list[Candidate]:

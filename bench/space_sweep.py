@@ -13,7 +13,6 @@ campaign on the same task reads to say how its result compares (`evo.app.sweep_r
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 import time
@@ -25,7 +24,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from evo.app.sweep_ref import SWEEPS, load_sweeps, sweep_key
-from evo.contracts.candidate import Candidate
+from evo.contracts.candidate import Candidate, space_point, space_size
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
 from fitness.evaluate import Evaluator, device_for
@@ -33,8 +32,7 @@ from fitness.evaluate import Evaluator, device_for
 
 def points(seed: Candidate) -> list[dict[str, Any]]:
     space = seed.space()
-    names = sorted(space)
-    return [{**seed.params, **dict(zip(names, combo))} for combo in itertools.product(*(space[n] for n in names))]
+    return [{**seed.params, **space_point(space, i)} for i in range(space_size(space))]
 
 
 def draws_to_95(speedups: list[float]) -> float:

@@ -9,11 +9,10 @@ search adds over tuning the seed's parameters blindly, at the same evaluations a
 
 from __future__ import annotations
 
-import math
 import random
 from typing import Any
 
-from evo.contracts.candidate import Candidate, CandidateError
+from evo.contracts.candidate import Candidate, CandidateError, ParamValue, space_point, space_size
 from evo.contracts.mutator_config import SweepConfig
 from evo.contracts.records import Individual, Proposal
 from mutators.base import MutationContext, Mutator
@@ -33,13 +32,11 @@ class SweepMutator(Mutator):
         self._order: list[int] | None = None
         self._seen: set[int] = set()
 
-    def _space(self, seed: Candidate) -> tuple[list[str], list[list[Any]]]:
+    def _space(self, seed: Candidate) -> dict[str, list[ParamValue]]:
         try:
-            space = seed.space()
+            return seed.space()
         except CandidateError:
-            space = {}
-        names = sorted(space)
-        return names, [list(space[n]) for n in names]
+            return {}
 
     def _index(self, k: int) -> int:
         """The k-th point to hand out (an index into the SPACE's grid)."""
@@ -60,16 +57,12 @@ class SweepMutator(Mutator):
 
     def propose(self, parent: Individual, ctx: MutationContext) -> list[Proposal]:
         seed = ctx.seed.candidate if ctx.seed is not None else parent.candidate
-        names, values = self._space(seed)
-        self.total = math.prod(len(v) for v in values) if names else 0
+        space = self._space(seed)
+        self.total = space_size(space)
         out: list[Proposal] = []
         while len(out) < self.cfg.per_proposal and self.position < self.total:
-            i = self._index(self.position)
+            point = space_point(space, self._index(self.position))
             self.position += 1
-            point: dict[str, Any] = {}
-            for name, vals in zip(reversed(names), reversed(values)):  # mixed radix, last name fastest
-                i, digit = divmod(i, len(vals))
-                point[name] = vals[digit]
             params = {**seed.params, **point}
             if params == seed.params:
                 continue  # the seed itself is evaluated already

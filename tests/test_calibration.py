@@ -149,7 +149,7 @@ def test_the_device_scripts_campaign_config_is_valid(tmp_path: Path) -> None:
 
 
 def test_space_points_in_mixed_radix_last_name_fastest() -> None:
-    from bench.calibration_kernels import space_point, space_size
+    from evo.contracts.candidate import space_point, space_size
 
     space: dict[str, list[Any]] = {"b": [3, 4, 5], "a": [1, 2]}
     assert space_size(space) == 6

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,21 @@ class Candidate:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Candidate:
         return cls(d["source"], dict(d["params"]))
+
+
+def space_size(space: dict[str, list[ParamValue]]) -> int:
+    """The number of points in a SPACE's grid (0 for an empty SPACE)."""
+    return math.prod(len(v) for v in space.values()) if space else 0
+
+
+def space_point(space: dict[str, list[ParamValue]], index: int) -> Params:
+    """The `index`-th point of a SPACE's grid: names sorted, the last name varying fastest."""
+    names = sorted(space)
+    point: Params = {}
+    for name in reversed(names):
+        index, digit = divmod(index, len(space[name]))
+        point[name] = space[name][digit]
+    return {n: point[n] for n in names}
 
 
 def parse_module(source: str) -> ast.Module:
