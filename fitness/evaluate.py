@@ -53,6 +53,15 @@ def detect_device() -> str:
         return "cpu"
 
 
+def lint_verdict(candidate: Candidate, task_key: str, device: str, level: str) -> Evaluation | None:
+    """The ``lint_error`` verdict on `candidate` when the static lint rejects it, else None (what both
+    the evaluator and a compile-ahead preparer give, word for word)."""
+    found = lint(candidate.source)
+    if found.ok:
+        return None
+    return Evaluation(candidate.id, task_key, device, Status.LINT_ERROR, level=level, reason=found.reason())
+
+
 def device_for(setting: str) -> str:
     """The device a setting (`evaluation.device`: auto, cpu or cuda) means on this machine."""
     return detect_device() if setting == "auto" else setting
@@ -108,9 +117,9 @@ class Evaluator:
                               reason=f"the evaluator failed on this candidate: {type(e).__name__}: {str(e)[:400]}")
 
     def _evaluate(self, candidate: Candidate, level: str, base: Evaluation) -> Evaluation:
-        found = lint(candidate.source)
-        if not found.ok and self.static_lint:
-            return base.with_(reason=found.reason())
+        rejected = lint_verdict(candidate, self.task.key, self.device, level) if self.static_lint else None
+        if rejected is not None:
+            return rejected
         check_level = FULL if level == VERIFIED else level
         ev = check_equivalence(self.worker, self.task, candidate, self.cases(check_level), base,
                                timeout=self.settings.timeout_s, stop_on_failure=level != QUICK,

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.task import Task
-from evo.contracts.verdict import QUICK, Evaluation, Status
-from fitness.check.lint import lint
+from evo.contracts.verdict import QUICK, Evaluation
+from fitness.evaluate import lint_verdict
 from fitness.sandbox.process import Worker, WorkerDied, WorkerTimeout
 
 
@@ -52,10 +52,8 @@ class Preparer:
 
     def prepare(self, candidate: Candidate, level: str) -> Prepared:
         start = time.monotonic()
-        found = lint(candidate.source)
-        if not found.ok:
-            verdict = Evaluation(candidate.id, self.task.key, self.device, Status.LINT_ERROR, level=level,
-                                 reason=found.reason())
+        verdict = lint_verdict(candidate, self.task.key, self.device, level)
+        if verdict is not None:
             return Prepared(verdict, seconds=time.monotonic() - start)
         if self.worker is None:
             return Prepared(None, note="nothing to compile ahead on this device", seconds=time.monotonic() - start)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from evo.contracts.task import Size
@@ -40,11 +41,8 @@ def combine(parts: Sequence[tuple[Size, float, LatencyResult]]) -> LatencyResult
     if len(parts) == 1:
         return parts[0][2]
     for size, _, r in parts:
-        if r.status is not Status.OK:
-            where = f"at bench size {dict(size)}"
-            return r if where in r.reason or str(dict(size)) in r.reason else \
-                LatencyResult(r.status, f"{where}: {r.reason}", r.latency_ms, r.source, dict(r.speedups),
-                              dict(r.detail), r.roofline_fraction, r.gpu)
+        if r.status is not Status.OK:  # named unless its reason names the size already
+            return r if str(dict(size)) in r.reason else replace(r, reason=f"at bench size {dict(size)}: {r.reason}")
     first = parts[0][2]
     shapes = [shape_figures(size, w, r) for size, w, r in parts]
     missing = next(((size, r) for size, _, r in parts if not r.latency_ms), None)
