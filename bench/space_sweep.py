@@ -8,6 +8,11 @@ source and GPU, the best speedup over the seed, its params, the points, the eval
 it took, and how many uniform random draws from the SPACE reach 95% of the best on average
 ((N + 1) / (m + 1) for m of N points within 95%), in ``bench/data/space_sweeps.json``, which a
 campaign on the same task reads to say how its result compares (`evo.app.sweep_ref`).
+
+The task's known-better kernel (``known_better.py``, where there is one) is evaluated the same way and
+its speedup recorded beside the sweep's, so a table can say how far from a known good kernel both are.
+A SPACE larger than ``--max-points`` is not swept (its entry records the known-better kernel only);
+``--known-better-only`` adds that figure to an entry without sweeping again.
 """
 
 from __future__ import annotations
@@ -41,29 +46,44 @@ def draws_to_95(speedups: list[float]) -> float:
     return (len(speedups) + 1) / (m + 1)
 
 
-def sweep(name: str, settings: EvaluationConfig) -> dict[str, Any]:
+def _speedup(ev: Evaluator, candidate: Candidate, label: str) -> tuple[float | None, str, str]:
+    """(speedup over the seed or None, latency source, GPU) of one full evaluation, printed."""
+    verdict = ev.evaluate(candidate)
+    x = verdict.speedups.get("seed") if verdict.ok else None
+    print(f"  {label}: {verdict.status.value}"
+          + (f" {verdict.latency_ms:.4g} ms, {x:.3f}x" if x and verdict.latency_ms else ""), flush=True)
+    source = verdict.latency_source.value if verdict.latency_source else ""
+    return (float(x) if x else None), source, verdict.latency_gpu
+
+
+def sweep(name: str, settings: EvaluationConfig, *, max_points: int | None = None,
+          do_sweep: bool = True) -> dict[str, Any]:
+    """The sweep's entry for one task; without `do_sweep` (or past `max_points`) the known-better only."""
     task = NativeTask(TASK_LIBRARY / name)
     assert task.seed_source is not None, f"{name} has no seed"
     seed = Candidate.from_source(task.seed_source)
+    grid = points(seed)
+    do_sweep = do_sweep and (max_points is None or len(grid) <= max_points)
     start = time.monotonic()
     rows: list[tuple[dict[str, Any], float]] = []
-    source, gpu = "", ""
+    source, gpu, known = "", "", None
     with Evaluator(task, settings, device=device_for(settings.device)) as ev:
-        for i, params in enumerate(points(seed)):
-            verdict = ev.evaluate(seed.with_params(**params))
-            x = verdict.speedups.get("seed") if verdict.ok else None
-            print(f"  {name} {i + 1:3d} {params}: {verdict.status.value}"
-                  + (f" {verdict.latency_ms:.4g} ms, {x:.3f}x" if x and verdict.latency_ms else ""), flush=True)
+        for i, params in enumerate(grid if do_sweep else []):
+            x, source, gpu = _speedup(ev, seed.with_params(**params), f"{name} {i + 1:3d} {params}")
             if x:
-                rows.append((params, float(x)))
-                source = verdict.latency_source.value if verdict.latency_source else ""
-                gpu = verdict.latency_gpu
-    seconds = time.monotonic() - start
-    best_params, best = max(rows, key=lambda r: r[1])
-    return {"task": name, "task_key": task.key, "latency_source": source, "gpu": gpu, "points": len(points(seed)),
-            "evaluations": len(points(seed)), "correct": len(rows), "best_speedup": round(best, 4),
-            "best_params": best_params, "seconds": round(seconds, 1),
-            "draws_to_95": round(draws_to_95([x for _, x in rows]), 2), "measured": time.strftime("%Y-%m-%d")}
+                rows.append((params, x))
+        better = TASK_LIBRARY / name / "known_better.py"
+        if better.is_file():
+            known, k_source, k_gpu = _speedup(ev, Candidate.from_file(better), f"{name} known-better")
+            source, gpu = source or k_source, gpu or k_gpu
+    out: dict[str, Any] = {"task": name, "task_key": task.key, "latency_source": source, "gpu": gpu,
+                           "points": len(grid), "known_better_speedup": round(known, 4) if known else None,
+                           "measured": time.strftime("%Y-%m-%d")}
+    if do_sweep and rows:
+        best_params, best = max(rows, key=lambda r: r[1])
+        out.update(evaluations=len(grid), correct=len(rows), best_speedup=round(best, 4), best_params=best_params,
+                   seconds=round(time.monotonic() - start, 1), draws_to_95=round(draws_to_95([x for _, x in rows]), 2))
+    return out
 
 
 def main() -> int:
@@ -72,15 +92,28 @@ def main() -> int:
     ap.add_argument("--target-gpu", default="h100")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--output", type=Path, default=SWEEPS)
+    ap.add_argument("--max-points", type=int, default=100, help="do not sweep a larger SPACE (default 100)")
+    ap.add_argument("--profile-memory-mb", type=int, default=EvaluationConfig().profile_memory_mb,
+                    help="address space for bench-size buffers on a CPU (the attention seeds need 12288)")
+    ap.add_argument("--known-better-only", action="store_true",
+                    help="evaluate the known-better kernel and keep the entry's sweep as it is")
     args = ap.parse_args()
-    settings = EvaluationConfig(device=args.device, latency=LatencyMode.AUTO, target_gpu=args.target_gpu)
+    settings = EvaluationConfig(device=args.device, latency=LatencyMode.AUTO, target_gpu=args.target_gpu,
+                                profile_memory_mb=args.profile_memory_mb)
     sweeps = load_sweeps(args.output)
     for name in args.tasks:
-        r = sweep(name, settings)
-        sweeps[sweep_key(r["task_key"], r["latency_source"], r["gpu"])] = r
-        print(f"{name}: best {r['best_speedup']:.3f}x over the seed at {r['best_params']} "
-              f"({r['correct']}/{r['points']} points correct, {r['seconds']:.0f} s; random draws reach 95% of it "
-              f"in {r['draws_to_95']:.1f} on average)", flush=True)
+        r = sweep(name, settings, max_points=args.max_points, do_sweep=not args.known_better_only)
+        key = sweep_key(r["task_key"], r["latency_source"], r["gpu"])
+        old = sweeps.get(key, {})
+        sweeps[key] = {**old, **r} if "best_speedup" not in r else r
+        known = f"known-better {r['known_better_speedup']:.3f}x" if r["known_better_speedup"] else "no known-better"
+        if "best_speedup" in r:
+            print(f"{name}: best {r['best_speedup']:.3f}x over the seed at {r['best_params']} "
+                  f"({r['correct']}/{r['points']} points correct, {r['seconds']:.0f} s; random draws reach 95% of it "
+                  f"in {r['draws_to_95']:.1f} on average); {known}", flush=True)
+        else:
+            kept = "the sweep kept as it was" if args.known_better_only else f"not swept ({r['points']} points)"
+            print(f"{name}: {kept}; {known}", flush=True)
         args.output.write_text(json.dumps(sweeps, indent=1, sort_keys=True) + "\n")
     return 0
 

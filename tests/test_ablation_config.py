@@ -100,3 +100,14 @@ def test_the_shipped_ablation_compares_every_mutator_subset_with_the_llm_replaye
     assert all(m.record_path and Path(m.record_path).is_file() for m in llms)
     assert len(ab.runs()) == 10 * len(ab.cfg.seeds)
     preflight(ab)  # every variant's task and mutators build, with no key and no network
+
+
+@pytest.mark.parametrize("task", ["softmax", "layernorm", "matmul", "attention"])
+def test_the_shipped_search_ablations_set_their_task_in_every_variant(task):
+    ab = load_ablation(ROOT / "configs" / "ablation_search" / f"{task}.yaml")
+    assert {name: cfg.task.name for name, cfg in ab.variants.items()} == {"evolution": task, "random-search": task}
+    assert sorted(m.kind for m in ab.variants["evolution"].mutators) == ["optuna", "stoke"]
+    assert [(m.kind, m.order) for m in ab.variants["random-search"].mutators  # type: ignore[union-attr]
+            ] == [("sweep", "random")]
+    assert ab.cfg.baseline == "random-search" and len(ab.cfg.seeds) == 5
+    preflight(ab)

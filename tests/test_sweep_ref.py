@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+from typing import ClassVar
 
+from bench import space_sweep
 from evo.app.sweep_ref import SWEEPS, load_sweeps, sweep_key, sweep_words
+from evo.contracts.candidate import Candidate
+from evo.contracts.verdict import Evaluation, LatencySource, Status
 
 from .conftest import ROOT
 
@@ -27,7 +32,7 @@ def test_the_comparison_says_above_below_or_the_same_within_the_models_noise(tmp
     above = sweep_words(summary(2.5), path)
     assert "campaign 2.500x over the seed, sweep 2.000x: 25.0% above the sweep" in above
     assert "35 points" in above and "4.0 evaluations on average" in above
-    assert "10.0% below the sweep" in sweep_words(summary(1.8), path)
+    assert ": 10.0% below the sweep;" in sweep_words(summary(1.8), path)
     assert "the same as the sweep (within 1%)" in sweep_words(summary(2.01), path)
 
 
@@ -45,5 +50,50 @@ def test_the_committed_sweeps_name_their_task_keys_and_are_well_formed():
     assert sweeps, "bench/space_sweep.py has not been run for any task"
     for key, ref in sweeps.items():
         assert key == sweep_key(ref["task_key"], ref["latency_source"], ref["gpu"])
-        assert 1 <= ref["correct"] <= ref["points"] == ref["evaluations"]
-        assert ref["best_speedup"] > 0 and 1 <= ref["draws_to_95"] <= ref["points"]
+        assert "best_speedup" in ref or ref["known_better_speedup"] > 0, f"{key}: neither a sweep nor a known-better"
+        if "best_speedup" in ref:
+            assert 1 <= ref["correct"] <= ref["points"] == ref["evaluations"]
+            assert ref["best_speedup"] > 0 and 1 <= ref["draws_to_95"] <= ref["points"]
+
+
+class FakeEvaluator:
+    """Stands in for fitness.evaluate.Evaluator: a speedup of BLOCK / 1000 (the known-better: 9x)."""
+
+    evaluated: ClassVar[list[dict[str, object]]] = []
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def __enter__(self) -> FakeEvaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def evaluate(self, candidate: Candidate) -> Evaluation:
+        known = "BLOCK" not in candidate.params
+        self.evaluated.append(dict(candidate.params))
+        x = 9.0 if known else float(candidate.params["BLOCK"]) / 1000
+        return Evaluation(candidate.id, "t", "cpu", Status.OK, latency_ms=1.0 / x, latency_source=LatencySource.MODEL,
+                          latency_gpu="h100", speedups={"seed": x})
+
+
+def test_the_sweep_records_the_known_better_kernel_and_skips_a_space_too_large(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(space_sweep, "Evaluator", FakeEvaluator)
+    monkeypatch.setattr(Candidate, "from_file", classmethod(lambda cls, path: Candidate.from_source("x = 1\n")))
+    out = tmp_path / "sweeps.json"
+    argv = ["space_sweep.py", "softmax", "--output", str(out)]
+    monkeypatch.setattr(sys, "argv", argv)
+    assert space_sweep.main() == 0
+    ref = next(iter(load_sweeps(out).values()))
+    assert (ref["points"], ref["correct"], ref["best_speedup"], ref["known_better_speedup"]) == (35, 35, 4.096, 9.0)
+    assert ref["best_params"]["BLOCK"] == 4096 and len(FakeEvaluator.evaluated) == 36
+    monkeypatch.setattr(sys, "argv", [*argv, "--known-better-only"])  # the sweep stays, the figure is new
+    FakeEvaluator.evaluated.clear()
+    assert space_sweep.main() == 0
+    assert load_sweeps(out) == {sweep_key(ref["task_key"], "model", "h100"): {**ref, "known_better_speedup": 9.0}}
+    assert len(FakeEvaluator.evaluated) == 1
+    monkeypatch.setattr(sys, "argv", [*argv, "--max-points", "20", "--output", str(tmp_path / "big.json")])
+    assert space_sweep.main() == 0
+    assert "not swept (35 points); known-better 9.000x" in capsys.readouterr().out
+    assert "best_speedup" not in next(iter(load_sweeps(tmp_path / "big.json").values()))

@@ -12,6 +12,7 @@ Only finished runs count in the statistics; every run is listed with its status.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from evo.app.ablation_config import Ablation
 from evo.app.ablation_stats import LEVELS, AblationResults, analyse, markdown_tables, to_csv
 from evo.app.run_data import load_run
 from evo.app.run_store import RunStoreError
+from evo.app.sweep_ref import SWEEPS, compared, reference_of
 from evo.app.trace import Trace, trace_of
 
 
@@ -35,7 +37,8 @@ class Written:
     tables_markdown: str  # the two tables, for a terminal or a note
 
 
-def _traces(ablation: Ablation, state: AblationState) -> tuple[dict[str, list[tuple[int, Trace]]], list[list[str]]]:
+def run_traces(ablation: Ablation, state: AblationState) -> tuple[dict[str, list[tuple[int, Trace]]], list[list[str]]]:
+    """Finished runs' traces per variant (seed, trace), and one listing row per run (any status)."""
     traces: dict[str, list[tuple[int, Trace]]] = {v: [] for v in ablation.variants}
     listing = []
     for spec in ablation.runs():
@@ -73,8 +76,30 @@ def _notes(results: AblationResults) -> list[str]:
     ]
 
 
-def ablation_doc(ablation: Ablation, state: AblationState) -> tuple[d.Doc, AblationResults, str]:
-    traces, listing = _traces(ablation, state)
+def reference_words(results: AblationResults, traces: dict[str, list[tuple[int, Trace]]],
+                    sweeps: Path = SWEEPS) -> str:
+    """Each variant's median best against the cached sweep of the seed's SPACE and the task's
+    known-better kernel, when `bench/data/space_sweeps.json` has the task ('' otherwise)."""
+    summary = next((t.run.summary for ts in traces.values() for _, t in ts if t.run.summary), None)
+    ref = reference_of(summary, sweeps) if summary else None
+    if not ref:
+        return ""
+    refs = [(f"the exhaustive sweep of the seed's SPACE ({ref['points']} points)", "the sweep",
+             ref.get("best_speedup")),
+            ("the task's known-better kernel", "the known-better kernel", ref.get("known_better_speedup"))]
+    parts = []
+    for head, what, value in refs:
+        if value:
+            each = "; ".join(f"{v.variant} {compared(v.best.median, float(value), what)}" for v in results.variants
+                             if v.best.n and math.isfinite(v.best.median))
+            parts.append(f"{head}: {float(value):.3f}x ({each})")
+    return (f"Cached references ({sweeps.name}: same task, latency source and GPU) against each "
+            "variant's median best: " + "; and ".join(parts) + ".") if parts else ""
+
+
+def ablation_doc(ablation: Ablation, state: AblationState,
+                 sweeps: Path = SWEEPS) -> tuple[d.Doc, AblationResults, str]:
+    traces, listing = run_traces(ablation, state)
     results = analyse(traces, baseline=ablation.cfg.baseline, target_speedup=ablation.cfg.target_speedup,
                       uses_llm={v: any(m.kind == "llm" for m in cfg.mutators) for v, cfg in ablation.variants.items()})
     head1, rows1, head2, rows2 = markdown_tables(results)
@@ -100,6 +125,9 @@ def ablation_doc(ablation: Ablation, state: AblationState) -> tuple[d.Doc, Ablat
     if replay:
         doc.add(d.Callout("LLM answers are REPLAYED from a record, not asked live: " + "; ".join(replay), "info"))
     doc.add(d.Heading("Outcome"), d.table(head1, rows1))
+    refs = reference_words(results, traces, sweeps)
+    if refs:
+        doc.add(d.Para(refs))
     if head2:
         doc.add(d.Heading("Effort to reach the best"), d.table(head2, rows2))
     doc.add(d.Heading("Figures"))
@@ -123,7 +151,7 @@ def ablation_doc(ablation: Ablation, state: AblationState) -> tuple[d.Doc, Ablat
                                        "evo report RUN_DIR gives the full report of one run."))
     tables = d.to_markdown(d.Doc("", [d.table(head1, rows1), *([d.table(head2, rows2)] if head2 else [])]),
                            Path("."), "").removeprefix("# \n\n")
-    return doc, results, tables
+    return doc, results, tables + (f"\n{refs}\n" if refs else "")
 
 
 def write_ablation_report(ablation: Ablation, directory: Path, state: AblationState) -> Written:

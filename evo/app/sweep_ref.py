@@ -29,18 +29,27 @@ def load_sweeps(path: Path = SWEEPS) -> dict[str, dict[str, Any]]:
     return data if isinstance(data, dict) else {}
 
 
+def reference_of(summary: dict[str, Any], path: Path = SWEEPS) -> dict[str, Any] | None:
+    """The cached entry for a run's task key, latency source and GPU (None without one)."""
+    gpu = str((summary.get("best") or {}).get("latency_gpu") or "")
+    return load_sweeps(path).get(sweep_key(str(summary.get("task_key")), str(summary.get("latency_source")), gpu))
+
+
+def compared(speedup: float, reference: float, what: str) -> str:
+    """How a speedup compares with `what`'s, in words (within 1%: the same)."""
+    gain = speedup / reference - 1.0
+    return (f"the same as {what} (within 1%)" if abs(gain) <= SAME_WITHIN else
+            f"{100 * abs(gain):.1f}% {'above' if gain > 0 else 'below'} {what}")
+
+
 def sweep_words(summary: dict[str, Any], path: Path = SWEEPS) -> str:
     """One line comparing the run's best with the cached sweep of its seed's SPACE ('' without one)."""
-    best = summary.get("best") or {}
-    speedup = best.get("speedup_over_seed")
-    gpu = str(best.get("latency_gpu") or "")
-    ref = load_sweeps(path).get(sweep_key(str(summary.get("task_key")), str(summary.get("latency_source")), gpu))
-    if not ref or not speedup:
+    speedup = (summary.get("best") or {}).get("speedup_over_seed")
+    ref = reference_of(summary, path)
+    if not ref or not speedup or not ref.get("best_speedup"):  # no entry, or the SPACE was too large to sweep
         return ""
     sweep = float(ref["best_speedup"])
-    gain = speedup / sweep - 1.0
-    verdict = ("the same as the sweep (within 1%)" if abs(gain) <= SAME_WITHIN else
-               f"{100 * gain:.1f}% {'above' if gain > 0 else 'below'} the sweep")
+    verdict = compared(speedup, sweep, "the sweep")
     return (f"vs a sweep of the seed's SPACE ({ref['points']} points, {ref['evaluations']} evaluations, "
             f"{ref['seconds']:.0f} s, cached in bench/data/space_sweeps.json): campaign {speedup:.3f}x over the "
             f"seed, sweep {sweep:.3f}x: {verdict}; random draws from the SPACE reach 95% of the sweep's best "

@@ -1,0 +1,136 @@
+"""What the search earns, per library task: the ablations' strategies side by side with the sweep of
+the seed's SPACE and the task's known-better kernel.
+
+    python -m bench.search_table [ABLATION.yaml ...] [--output DIR] [--markdown PATH]
+
+Reads finished runs of the given ablation files (default: every file in configs/ablation_search/ and
+configs/ablation_mutators.yaml, whose `all-fixed` variant has the LLM stand-in) from their ablation
+directories (`evo ablate` writes them; nothing is run here) and the cached references in
+bench/data/space_sweeps.json (bench/space_sweep.py). One row per task and strategy:
+
+- best: the runs' best speedup over the seed, median [first quartile - third quartile] over seeds;
+- vs sweep / vs known-better: the median best against the sweep's best and the known-better kernel's;
+- evals / seconds to 95%: per run, the evaluations and campaign seconds until its best so far first
+  reached 95% of that run's own final best (median over seeds).
+
+Speedups are whatever the runs measured: MODELLED (roofline model) on a machine without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from evo.app import doc as d
+from evo.app.ablation import AblationState
+from evo.app.ablation_config import load_ablation
+from evo.app.ablation_report import run_traces
+from evo.app.ablation_stats import Spread
+from evo.app.sweep_ref import SWEEPS, compared, reference_of
+from evo.app.trace import Trace
+from evo.contracts.config_file import ConfigError
+
+DEFAULTS = (*sorted((ROOT / "configs" / "ablation_search").glob("*.yaml")), ROOT / "configs" / "ablation_mutators.yaml")
+SKIP = {"base.yaml"}  # the search ablations' shared base campaign, not an ablation
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Row:
+    task: str
+    strategy: str  # "<ablation>/<variant>"
+    llm: bool
+    traces: tuple[Trace, ...]
+    reference: dict[str, Any] | None  # the cached sweep / known-better entry
+
+    @property
+    def best(self) -> Spread:
+        return Spread.of([t.best_speedup or 0.0 for t in self.traces])
+
+    def to_level(self, by: str) -> Spread:
+        out = []
+        for t in self.traces:
+            hit = t.first_reaching(LEVEL * t.best_speedup) if t.best_speedup else None
+            out.append(math.inf if hit is None else float(hit.index) if by == "evaluations" else hit.elapsed_s)
+        return Spread.of(out)
+
+
+def rows_of(path: Path, output: Path | None, sweeps: Path) -> list[Row]:
+    ablation = load_ablation(path)
+    directory = ablation.directory(output)
+    if not directory.is_dir():
+        return []
+    traces, _ = run_traces(ablation, AblationState.load(directory, ablation))
+    out = []
+    for variant, runs in traces.items():
+        ts = tuple(t for _, t in runs)
+        if not ts:
+            continue
+        cfg = ablation.variants[variant]
+        summary = next((t.run.summary for t in ts if t.run.summary), None)
+        llm = any(m.kind == "llm" for m in cfg.mutators)
+        out.append(Row(cfg.task.name or "?", f"{ablation.cfg.name}/{variant}", llm, ts,
+                       reference_of(summary, sweeps) if summary else None))
+    return out
+
+
+def _vs(row: Row, key: str, what: str) -> str:
+    value = (row.reference or {}).get(key)
+    if not value or not math.isfinite(row.best.median):
+        return "-"
+    return compared(row.best.median, float(value), what)
+
+
+def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
+    head = ["task", "strategy", "LLM", "runs", "best", "sweep best", "vs sweep", "known-better", "vs known-better",
+            f"evals to {LEVEL:.0%}", f"seconds to {LEVEL:.0%}"]
+    body = []
+    for r in sorted(rows, key=lambda r: (r.task, r.llm, r.strategy)):
+        ref = r.reference or {}
+        sweep, known = ref.get("best_speedup"), ref.get("known_better_speedup")
+        body.append([r.task, r.strategy, "stand-in" if r.llm else "no", str(len(r.traces)), r.best.text("{:.3f}x"),
+                     f"{sweep:.3f}x" if sweep else "not swept", _vs(r, "best_speedup", "the sweep"),
+                     f"{known:.3f}x" if known else "-", _vs(r, "known_better_speedup", "the known-better kernel"),
+                     r.to_level("evaluations").text("{:.0f}"), r.to_level("time").text("{:.0f}")])
+    return head, body
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("ablations", nargs="*", type=Path, help="ablation files (default: the shipped ones)")
+    ap.add_argument("--output", type=Path, help="where the ablations were written (as `evo ablate --output`)")
+    ap.add_argument("--sweeps", type=Path, default=SWEEPS, help="the cached sweeps (default: %(default)s)")
+    ap.add_argument("--markdown", type=Path, help="also write the table here")
+    args = ap.parse_args(argv)
+    rows: list[Row] = []
+    for path in args.ablations or [p for p in DEFAULTS if p.name not in SKIP]:
+        try:
+            rows += rows_of(path, args.output, args.sweeps)
+        except ConfigError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    if not rows:
+        print("no finished ablation runs found: run `python -m evo ablate configs/ablation_search/softmax.yaml` first",
+              file=sys.stderr)
+        return 1
+    head, body = table(rows)
+    sources = sorted({t.latency_source for r in rows for t in r.traces})
+    text = d.to_markdown(d.Doc("", [d.table(head, body)]), Path("."), "").removeprefix("# \n\n")
+    note = (f"Latency source: {', '.join(sources)}"
+            + (" (MODELLED by the roofline model, not measured)." if sources == ["model"] else "."))
+    print(text + "\n" + note)
+    if args.markdown:
+        args.markdown.write_text(f"{text}\n{note}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

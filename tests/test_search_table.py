@@ -1,0 +1,106 @@
+"""The per-task search table (bench/search_table.py) and the ablation report's references: finished
+runs of an ablation against the cached sweep of the seed's SPACE and the known-better kernel."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from bench import search_table
+from evo.app.ablation import STATE_FILE, AblationState, RunStatus
+from evo.app.ablation_config import load_ablation
+from evo.app.ablation_report import ablation_doc
+from evo.app.sweep_ref import sweep_key
+
+from .reports.synthetic import Ev, make_run
+
+TASK_KEY = "softmax-synthetic"
+
+
+def ablation(tmp_path: Path, runs: dict[str, list[list[Ev]]], *, swept: bool = True) -> tuple[Path, Path]:
+    """An ablation file, its directory with the given finished runs (variant -> one history per
+    seed) and a sweeps file with the task's sweep (2.0x, unless not `swept`) and known-better (4.0x)."""
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump({"name": "b", "task": {"name": "softmax"},
+                                                        "mutators": [{"kind": "stoke"}]}))
+    variants = {v: ({} if v == "evolution" else {"mutators": [{"kind": "sweep", "order": "random"}]}) for v in runs}
+    path = tmp_path / "search.yaml"
+    path.write_text(yaml.safe_dump({"name": "search-softmax", "base": "base.yaml", "baseline": "random-search",
+                                    "seeds": list(range(len(next(iter(runs.values()))))),
+                                    "budget": {"evaluations": 10}, "output_dir": str(tmp_path / "out"),
+                                    "variants": variants}))
+    ab = load_ablation(path)
+    directory = ab.directory()
+    state = AblationState.load(directory, ab)
+    for spec in ab.runs():
+        built = make_run(directory / "runs", spec.key, runs[spec.variant][spec.seed])
+        summary = json.loads((built.path / "summary.json").read_text())
+        summary.update(task_key=TASK_KEY, latency_source="model", best={"latency_gpu": "h100"})
+        (built.path / "summary.json").write_text(json.dumps(summary))
+        entry = state.runs[spec.key]
+        entry.status, entry.run_dir = RunStatus.FINISHED, str(built.path)
+    state.save()
+    assert (directory / STATE_FILE).is_file()
+    ref = {"task": "softmax", "task_key": TASK_KEY, "points": 35, "known_better_speedup": 4.0}
+    if swept:
+        ref.update(best_speedup=2.0, evaluations=35, seconds=60.0, draws_to_95=4.0)
+    sweeps = tmp_path / "sweeps.json"
+    sweeps.write_text(json.dumps({sweep_key(TASK_KEY, "model", "h100"): ref}))
+    return path, sweeps
+
+
+def climb(*latencies: float) -> list[Ev]:
+    """The seed at 1 ms, then one evaluation per latency, 10 s apart."""
+    return [Ev("seed", 1.0, 0.0, generation=0)] + [Ev("stoke", x, 10.0 * (i + 1)) for i, x in enumerate(latencies)]
+
+
+def test_each_strategy_is_set_against_the_sweep_and_the_known_better_kernel(tmp_path, capsys):
+    # evolution: 2.5x at its 2nd evaluation (the seed is the 1st), 2.6x at its 4th (95% of it, 2.47x, was
+    # reached at the 2nd); random search: 2.0x (the sweep's best) at its 3rd
+    path, sweeps = ablation(tmp_path, {"evolution": [climb(0.4, 0.9, 1 / 2.6)] * 3,
+                                       "random-search": [climb(0.9, 0.5, 0.7)] * 3})
+    out = tmp_path / "table.md"
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--markdown", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert out.read_text().strip() == text.strip()
+    rows = {line.split("|")[2].strip(): [c.strip() for c in line.split("|")[1:-1]]
+            for line in text.splitlines() if line.startswith("| softmax")}
+    evo, rnd = rows["search-softmax/evolution"], rows["search-softmax/random-search"]
+    assert evo[3:] == ["3", "2.600x [2.600x-2.600x]", "2.000x", "30.0% above the sweep", "4.000x",
+                       "35.0% below the known-better kernel", "2 [2-2]", "10 [10-10]"]
+    assert rnd[5:7] == ["2.000x", "the same as the sweep (within 1%)"]
+    assert rnd[-2:] == ["3 [3-3]", "20 [20-20]"]
+    assert "MODELLED" in text
+
+
+def test_a_task_too_large_to_sweep_says_so_and_the_report_names_only_the_known_better(tmp_path, capsys):
+    path, sweeps = ablation(tmp_path, {"evolution": [climb(0.5)], "random-search": [climb(0.8)]}, swept=False)
+    assert search_table.main([str(path), "--sweeps", str(sweeps)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "evolution" in line)
+    assert "not swept" in row and "50.0% below the known-better kernel" in row
+    ab = load_ablation(path)
+    _, _, tables = ablation_doc(ab, AblationState.load(ab.directory(), ab), sweeps)
+    assert "known-better kernel: 4.000x (evolution 50.0% below" in tables
+    assert "exhaustive sweep" not in tables
+
+
+def test_the_ablation_report_says_how_each_variant_compares_with_the_cached_sweep(tmp_path):
+    path, sweeps = ablation(tmp_path, {"evolution": [climb(0.4)] * 2, "random-search": [climb(0.5)] * 2})
+    ab = load_ablation(path)
+    state = AblationState.load(ab.directory(), ab)
+    assert "sweep" not in ablation_doc(ab, state, tmp_path / "no-sweeps.json")[2]
+    doc, _, tables = ablation_doc(ab, state, sweeps)
+    assert ("exhaustive sweep of the seed's SPACE (35 points): 2.000x (evolution 25.0% above the sweep; "
+            "random-search the same as the sweep (within 1%))") in tables
+    assert any("exhaustive sweep" in getattr(b, "text", "") for b in doc.blocks)  # in the report too
+
+
+def test_without_finished_runs_the_table_says_what_to_run(tmp_path, capsys):
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump({"name": "b", "task": {"name": "softmax"}}))
+    path = tmp_path / "a.yaml"
+    path.write_text(yaml.safe_dump({"name": "x", "base": "base.yaml", "baseline": "v", "seeds": [0],
+                                    "budget": {"evaluations": 5}, "output_dir": str(tmp_path / "none"),
+                                    "variants": {"v": {}}}))
+    assert search_table.main([str(path)]) == 1
+    assert "evo ablate" in capsys.readouterr().err
