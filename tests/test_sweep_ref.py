@@ -34,6 +34,21 @@ def test_the_comparison_says_above_below_or_the_same_within_the_models_noise(tmp
     assert "35 points" in above and "4.0 evaluations on average" in above
     assert ": 10.0% below the sweep;" in sweep_words(summary(1.8), path)
     assert "the same as the sweep (within 1%)" in sweep_words(summary(2.01), path)
+    assert "known-better" not in above
+
+
+def test_the_known_better_kernel_is_named_beside_the_sweep_or_alone_where_the_space_was_not_swept(tmp_path):
+    path = write(tmp_path, 2.0)
+    data = json.loads(path.read_text())
+    key = next(iter(data))
+    data[key]["known_better_speedup"] = 3.0
+    path.write_text(json.dumps(data))
+    assert sweep_words(summary(2.4), path).endswith(
+        "; the task's known-better kernel: 3.000x, the campaign 20.0% below it")
+    data[key] = {"points": 2000, "known_better_speedup": 3.0}  # too large to sweep
+    path.write_text(json.dumps(data))
+    assert sweep_words(summary(3.3), path) == (
+        "campaign 3.300x over the seed; the task's known-better kernel: 3.000x, the campaign 10.0% above it")
 
 
 def test_no_line_without_a_sweep_of_the_same_task_source_and_gpu(tmp_path):

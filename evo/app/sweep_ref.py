@@ -43,14 +43,20 @@ def compared(speedup: float, reference: float, what: str) -> str:
 
 
 def sweep_words(summary: dict[str, Any], path: Path = SWEEPS) -> str:
-    """One line comparing the run's best with the cached sweep of its seed's SPACE ('' without one)."""
+    """One line comparing the run's best with the cached sweep of its seed's SPACE and with the task's
+    known-better kernel ('' without either)."""
     speedup = (summary.get("best") or {}).get("speedup_over_seed")
     ref = reference_of(summary, path)
-    if not ref or not speedup or not ref.get("best_speedup"):  # no entry, or the SPACE was too large to sweep
+    if not ref or not speedup:
         return ""
+    known = ref.get("known_better_speedup")
+    known_words = (f"the task's known-better kernel: {known:.3f}x, the campaign {compared(speedup, known, 'it')}"
+                   if known else "")
+    if not ref.get("best_speedup"):  # the SPACE was too large to sweep
+        return f"campaign {speedup:.3f}x over the seed; {known_words}" if known else ""
     sweep = float(ref["best_speedup"])
     verdict = compared(speedup, sweep, "the sweep")
     return (f"vs a sweep of the seed's SPACE ({ref['points']} points, {ref['evaluations']} evaluations, "
             f"{ref['seconds']:.0f} s, cached in bench/data/space_sweeps.json): campaign {speedup:.3f}x over the "
             f"seed, sweep {sweep:.3f}x: {verdict}; random draws from the SPACE reach 95% of the sweep's best "
-            f"in {ref['draws_to_95']:.1f} evaluations on average")
+            f"in {ref['draws_to_95']:.1f} evaluations on average" + (f"; {known_words}" if known else ""))
