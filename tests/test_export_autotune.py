@@ -95,3 +95,48 @@ def test_a_tuned_param_used_outside_the_kernel_launch_is_named_with_its_line(tmp
     assert main(["export", str(built.path), "--as", "autotune"]) == 2
     line = 1 + source.splitlines().index("    assert BK <= 128")
     assert f"launch uses BK on line {line} outside the kernel's launch" in capsys.readouterr().err
+
+
+def test_with_several_weighed_shapes_the_fastest_config_at_each_shape_is_in_the_table_and_named(tmp_path, capsys):
+    """Per-shape buckets: the combined best first by the weighted mean, but the config fastest at each
+    bench shape is kept (and said to be) whatever the cut at `top`."""
+    from evo.app.export_autotune import Measured, autotune_module
+
+    small, large = "{'M': 64, 'N': 64, 'K': 64}", "{'M': 4096, 'N': 4096, 'K': 4096}"
+
+    def row(bm: int, combined: float, at_small: float, at_large: float) -> Measured:
+        return Measured({**SMALL, "BM": bm}, combined, "model", f"c{bm}", ((small, at_small), (large, at_large)))
+
+    rows = [row(16, 1.0, 0.30, 3.3), row(32, 1.1, 0.50, 2.4), row(64, 1.2, 0.20, 7.2), row(128, 1.3, 0.9, 1.9)]
+    text = autotune_module(MATMUL, rows, campaign="c", task="matmul", top=1)
+    configs = [line for line in text.splitlines() if "triton.Config(" in line]
+    assert len(configs) == 2  # the two shapes' winners; `top` = 1 cuts nothing they need
+    assert "'BM': 64" in configs[0] and f"fastest at {small}: 0.2 ms" in configs[0]
+    assert "'BM': 128" in configs[1] and f"fastest at {large}: 1.9 ms" in configs[1]
+    three = [line for line in autotune_module(MATMUL, rows, campaign="c", task="matmul", top=3).splitlines()
+             if "triton.Config(" in line]
+    assert ["'BM': 64" in three[0], "'BM': 128" in three[1], "'BM': 16" in three[2]] == [True] * 3
+    assert "fastest at" not in three[2]
+    one_shape = [Measured(r.params, r.latency_ms, r.source, r.candidate) for r in rows]
+    plain = [line for line in autotune_module(MATMUL, one_shape, campaign="c", task="matmul", top=2).splitlines()
+             if "triton.Config(" in line]
+    assert len(plain) == 2 and "'BM': 16" in plain[0] and "fastest at" not in "".join(plain)
+
+
+def test_the_export_reads_each_evaluations_per_shape_latencies(tmp_path, capsys):
+    seed = Candidate.from_source((ROOT / "tasks" / "matmul" / "seed.py").read_text())
+    a, b = Candidate(MATMUL.source, {**SMALL, "BM": 64}), Candidate(MATMUL.source, {**SMALL, "BM": 16})
+
+    def shapes(x: float, y: float) -> dict[str, object]:
+        return {"shapes": [{"size": {"M": 64}, "weight": 1.0, "latency_ms": x},
+                           {"size": {"M": 4096}, "weight": 1.0, "latency_ms": y}]}
+
+    evs = [Ev("seed", 3.0), Ev("optuna", 1.0, 1.0, detail=shapes(0.5, 2.0)),
+           Ev("optuna", 1.2, 2.0, detail=shapes(0.2, 7.2))]
+    built = make_run(tmp_path, "mm", evs, task="matmul", pick=lambda i: [seed, a, b][i])
+    TaskFiles.collect(TaskConfig(name="matmul"), ROOT).with_seed(seed.source).write(built.path / "inputs")
+    assert main(["export", str(built.path), "--as", "autotune"]) == 0
+    configs = [line for line in (built.path / "export" / "autotune.py").read_text().splitlines()
+               if "triton.Config(" in line]
+    assert "'BM': 16" in configs[0] and "fastest at {'M': 64}: 0.2 ms" in configs[0]
+    assert "'BM': 64" in configs[1] and "fastest at {'M': 4096}: 2 ms" in configs[1]

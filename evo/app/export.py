@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evo.app import run_stats
 from evo.app.export_autotune import Measured, autotune_module
@@ -53,9 +54,17 @@ def run_task(run_dir: Path) -> Task:
 def measured(run: RunData, best: Record) -> list[Measured]:
     """Every correct, timed full evaluation of the best kernel's structure."""
     return [Measured(dict(r.candidate.params), float(r.evaluation.latency_ms),
-                     r.evaluation.latency_source.value if r.evaluation.latency_source else "unknown", r.candidate.id)
+                     r.evaluation.latency_source.value if r.evaluation.latency_source else "unknown", r.candidate.id,
+                     _shapes(r.evaluation.latency_detail))
             for r in run.records if r.full and r.evaluation.ok and r.evaluation.latency_ms is not None
             and r.candidate.structure == best.candidate.structure]
+
+
+def _shapes(detail: dict[str, Any] | None) -> tuple[tuple[str, float], ...]:
+    """(bench size, latency ms) per weighed shape of a multi-shape fitness (see fitness.latency.shapes)."""
+    shapes = (detail or {}).get("shapes") or []
+    return tuple((str(s["size"]), float(s["latency_ms"])) for s in shapes
+                 if isinstance(s, dict) and s.get("latency_ms") is not None)
 
 
 def _target(run: RunData, output: str | None, default: str) -> Path:

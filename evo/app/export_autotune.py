@@ -9,6 +9,12 @@ param only as a keyword of that call (`BLOCK=BLOCK`, `num_warps=num_warps`) or i
 else (a param deciding a branch, sizing a buffer, feeding a second kernel) is an error that names
 the line, since no `@triton.autotune` table can express it (`--as torch-op` exports such kernels
 with their best params).
+
+Per-shape buckets: where the campaign's fitness weighed several bench shapes, each evaluation holds
+its latency at every shape (`latency_detail.shapes`). The config fastest at each shape comes first in
+the table, named in its comment ("fastest at {...}"), whatever the cut at `top`; the rest follow by the
+combined (weighted geometric mean) latency. Triton's autotuner keys on the kernel's size arguments,
+so at a shape like one the campaign weighed it finds that shape's own best among the configs.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ class Measured:
     latency_ms: float
     source: str  # model or measured
     candidate: str
+    shapes: tuple[tuple[str, float], ...] = ()  # (bench size, latency ms) per weighed shape, if several
 
 
 def _is_jit(fn: ast.FunctionDef) -> bool:
@@ -133,6 +140,19 @@ def _config(params: Params, names: dict[str, str]) -> str:
     return f"triton.Config({meta!r}{options})"
 
 
+def shape_picks(rows: list[Measured]) -> dict[int, list[tuple[str, float]]]:
+    """Index in `rows` of the fastest config at each weighed bench shape -> the shapes it wins (in the
+    shapes' order); empty when the evaluations have one shape."""
+    sizes = [size for size, _ in rows[0].shapes] if rows and len(rows[0].shapes) > 1 else []
+    picks: dict[int, list[tuple[str, float]]] = {}
+    for size in sizes:
+        at = [(ms, i) for i, m in enumerate(rows) if (ms := dict(m.shapes).get(size)) is not None]
+        if at:
+            ms, i = min(at)
+            picks.setdefault(i, []).append((size, ms))
+    return picks
+
+
 def autotune_module(best: Candidate, measured: list[Measured], *, campaign: str, task: str, top: int = 8) -> str:
     """The best structure as a module whose kernel is `@triton.autotune`d over the `top` fastest
     correct configs measured for it (fastest first)."""
@@ -146,11 +166,15 @@ def autotune_module(best: Candidate, measured: list[Measured], *, campaign: str,
     rows: dict[str, Measured] = {}
     for m in sorted(measured, key=lambda m: m.latency_ms):
         rows.setdefault(repr(sorted((k, v) for k, v in m.params.items() if k in plan.names)), m)
-    chosen = list(rows.values())[:top]
-    if not chosen:
+    if not rows:
         raise ExportError("no correct evaluation of the best structure has a latency")
-    configs = "\n".join(f"    {_config(m.params, plan.names)},  # {m.latency_ms:.4g} ms ({m.source}), candidate "
-                        f"{m.candidate}" for m in chosen)
+    ordered = list(rows.values())
+    picks = shape_picks(ordered)
+    chosen = list(picks) + [i for i in range(len(ordered)) if i not in picks][:max(0, top - len(picks))]
+    configs = "\n".join(f"    {_config(ordered[i].params, plan.names)},  # {ordered[i].latency_ms:.4g} ms "
+                        f"({ordered[i].source}), candidate {ordered[i].candidate}"
+                        + "".join(f"; fastest at {size}: {ms:.4g} ms" for size, ms in picks.get(i, []))
+                        for i in chosen)
     plan.call.keywords = [kw for kw in plan.call.keywords
                           if not (isinstance(kw.value, ast.Name) and kw.value.id in plan.names)]
     if plan.grid_assign is not None:
