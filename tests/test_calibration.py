@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from bench.calibration_kernels import DEFAULT_LIST, all_kernels, load, rebuild
+from bench import calibration_kernels
+from bench.calibration_kernels import DEFAULT_LIST, HISTORY, all_kernels, load, rebuild
 from evo.contracts.candidate import Candidate, params_problems
 from evo.contracts.native_task import TASK_LIBRARY, library_tasks
 from fitness.latency.calibration import (
@@ -96,7 +97,8 @@ def test_rehearsal_rows_are_not_data() -> None:
 
 def test_the_committed_kernel_list_is_well_formed() -> None:
     kernels = load(DEFAULT_LIST)
-    assert kernels == all_kernels(), "the list differs from what bench/calibration_kernels.py writes: regenerate it"
+    assert [k for k in kernels if k.variant != HISTORY] == all_kernels(), (
+        "the list differs from what bench/calibration_kernels.py writes: regenerate it")
     counts = Counter(k.task for k in kernels)
     assert set(counts) == set(library_tasks())
     assert len({k.id for k in kernels}) == len(kernels)
@@ -106,11 +108,50 @@ def test_the_committed_kernel_list_is_well_formed() -> None:
         cand = rebuild(k)
         assert cand.id == k.id and Candidate.from_source(cand.source, k.params).id == k.id
         assert params_problems(cand.source, cand.params) == []
+        if k.variant == HISTORY:  # a campaign's kernel: a structure of its own, its source committed beside the list
+            assert k.source_path.startswith("bench/data/calibration_sources/"), k
+            assert k.structure not in {Candidate.from_file(TASK_LIBRARY / k.task / f"{v}.py").structure
+                                       for v in ("seed", "known_better")}, k
+            continue
         variant = Candidate.from_file(TASK_LIBRARY / k.task / f"{k.variant}.py")
         space = variant.space()
         assert all(v == variant.params.get(n) or v in space.get(n, []) for n, v in k.params.items()), k
     for task in ("softmax", "matmul"):
         assert {k.variant for k in kernels if k.task == task} == {"seed", "known_better"}
+
+
+def test_campaign_kernels_join_the_list_one_structure_at_a_time_and_stay_when_it_is_regenerated(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evo.contracts.verdict import Status
+    from tests.reports.synthetic import Ev, make_run
+
+    seed = Candidate.from_file(TASK_LIBRARY / "softmax" / "seed.py")
+    known = Candidate.from_file(TASK_LIBRARY / "softmax" / "known_better.py")
+    one = Candidate.from_source(seed.source.replace("def launch(", "# structure one\ndef launch("), seed.params)
+    two = Candidate.from_source(seed.source.replace("def launch(", "# structure two\ndef launch("), seed.params)
+    picks = [seed, known, one.with_params(BLOCK=256), one.with_params(BLOCK=512), one.with_params(BLOCK=1024),
+             two.with_params(BLOCK=256), two.with_params(BLOCK=512)]
+    evs = [Ev("seed", 1.0), Ev("llm", 0.2), Ev("stoke", 0.5), Ev("stoke", 0.3),
+           Ev("stoke", 0.1, status=Status.WRONG_OUTPUT), Ev("stoke", 0.6), Ev("stoke", 0.7, level="quick")]
+    runs = tmp_path / "ablation" / "runs"
+    make_run(runs, "r0", evs, pick=lambda i: picks[i])
+    sources = tmp_path / "sources"
+    got = calibration_kernels.history_kernels(calibration_kernels.run_dirs([tmp_path / "ablation"]), 3, sources)
+    # not the seed's or the known-better's structure, not wrong, not a quick evaluation; one kernel of
+    # each structure (in hash order, each one's fastest first), then one's next: two's other was quick
+    first, second = sorted([(one.structure, 512), (two.structure, 256)])
+    assert [(k.structure, k.params["BLOCK"]) for k in got] == [first, second, (one.structure, 256)]
+    assert all(k.variant == HISTORY and rebuild(k).id == k.id for k in got)
+    assert sorted(p.name for p in sources.iterdir()) == sorted({f"softmax_{k.structure}.py" for k in got})
+    out = tmp_path / "list.jsonl"
+    monkeypatch.setattr(calibration_kernels, "SOURCES", sources)
+    assert calibration_kernels.main(["--out", str(out), "--per-task", "4", "--history", str(runs / "r0"),
+                                     "--history-per-task", "2"]) == 0
+    listed = load(out)
+    softmax = [k.variant for k in listed if k.task == "softmax"]
+    assert softmax == ["seed", "seed", "known_better", "known_better", HISTORY, HISTORY]
+    assert calibration_kernels.main(["--out", str(out), "--per-task", "4"]) == 0  # regenerated: history kept
+    assert load(out) == listed
 
 
 @pytest.mark.skipif(not MEASURED.is_file(), reason=f"no measured calibration data: {MEASURED} does not exist yet "
