@@ -116,8 +116,9 @@ def test_the_committed_kernel_list_is_well_formed() -> None:
         variant = Candidate.from_file(TASK_LIBRARY / k.task / f"{k.variant}.py")
         space = variant.space()
         assert all(v == variant.params.get(n) or v in space.get(n, []) for n, v in k.params.items()), k
+    assert {k.task for k in kernels if k.variant == HISTORY} >= {"softmax", "layernorm"}  # campaigns' kernels too
     for task in ("softmax", "matmul"):
-        assert {k.variant for k in kernels if k.task == task} == {"seed", "known_better"}
+        assert {"seed", "known_better"} <= {k.variant for k in kernels if k.task == task}
 
 
 def test_campaign_kernels_join_the_list_one_structure_at_a_time_and_stay_when_it_is_regenerated(
