@@ -69,9 +69,10 @@ def sweep(name: str, settings: EvaluationConfig, *, max_points: int | None = Non
     source, gpu, known = "", "", None
     with Evaluator(task, settings, device=device_for(settings.device)) as ev:
         for i, params in enumerate(grid if do_sweep else []):
-            x, source, gpu = _speedup(ev, seed.with_params(**params), f"{name} {i + 1:3d} {params}")
-            if x:
+            x, x_source, x_gpu = _speedup(ev, seed.with_params(**params), f"{name} {i + 1:3d} {params}")
+            if x:  # a failed point has no latency source: it must not blank the key's
                 rows.append((params, x))
+                source, gpu = x_source, x_gpu
         better = TASK_LIBRARY / name / "known_better.py"
         if better.is_file():
             known, k_source, k_gpu = _speedup(ev, Candidate.from_file(better), f"{name} known-better")
