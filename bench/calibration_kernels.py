@@ -24,6 +24,7 @@ list). Without ``--history`` the list keeps the history kernels it already has.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import sys
@@ -124,7 +125,8 @@ def history_kernels(runs: list[Path], per_task: int = HISTORY_PER_TASK,
     each structure's source is written to `sources`."""
     from evo.app.run_data import load_run
 
-    found: dict[str, dict[str, list[tuple[float, Candidate]]]] = {}  # task -> structure -> (ms, kernel)
+    # task -> structure -> candidate id -> (its fastest latency, the candidate)
+    found: dict[str, dict[str, dict[str, tuple[float, Candidate]]]] = {}
     for run_dir in runs:
         run = load_run(run_dir)
         task = run.config.task.name
@@ -135,21 +137,16 @@ def history_kernels(runs: list[Path], per_task: int = HISTORY_PER_TASK,
         for r in run.records:
             ev = r.evaluation
             if r.full and ev.ok and ev.latency_ms is not None and r.candidate.structure not in library:
-                found.setdefault(task, {}).setdefault(r.candidate.structure, []).append((ev.latency_ms, r.candidate))
+                kernels = found.setdefault(task, {}).setdefault(r.candidate.structure, {})
+                old = kernels.get(r.candidate.id)
+                if old is None or ev.latency_ms < old[0]:
+                    kernels[r.candidate.id] = (ev.latency_ms, r.candidate)
     out = []
     for task in sorted(found):
-        # structures in hash order (deterministic), each one's kernels fastest first
-        queues = [sorted(v, key=lambda x: (x[0], x[1].id)) for _, v in sorted(found[task].items())]
-        chosen: list[Candidate] = []
-        seen: set[str] = set()
-        while len(chosen) < per_task and any(queues):
-            for q in queues:
-                while q and q[0][1].id in seen:
-                    q.pop(0)
-                if q and len(chosen) < per_task:
-                    cand = q.pop(0)[1]
-                    seen.add(cand.id)
-                    chosen.append(cand)
+        # structures in hash order (deterministic), each one's kernels fastest first, one of each per round
+        queues = [sorted(v.values(), key=lambda x: (x[0], x[1].id)) for _, v in sorted(found[task].items())]
+        rounds = itertools.zip_longest(*queues)
+        chosen = [x[1] for round_ in rounds for x in round_ if x is not None][:per_task]
         for cand in chosen:
             path = sources / f"{task}_{cand.structure}.py"
             path.parent.mkdir(parents=True, exist_ok=True)
