@@ -366,7 +366,8 @@ class Campaign:
         best_d = individual_summary(best, self.seed_latency_ms) if best else previous.get("best")
         return {
             "name": self.cfg.name, "status": self.status, "stop_reason": self.reason,
-            "task": self.p.task.name, "task_key": self.p.task.key, "device": self.device, "sandbox": self.sandbox,
+            "task": self.p.task.name, "task_key": self.p.task.key, "workload": self.p.task.workload,
+            "bench_tag": self.p.task.bench_tag, "device": self.device, "sandbox": self.sandbox,
             "latency_source": self.latency_source or None, "generation": self.generation,
             "islands": len(self.rows), "evaluations": self.stats.evaluations,
             "evaluations_by_level": dict(self.stats.fresh), "failures": dict(self.stats.failures),

@@ -119,6 +119,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def cmd_tasks(args: argparse.Namespace) -> int:
+    from evo.app.task_list import task_lines
+
+    try:
+        lines = task_lines(args.names)
+    except ValueError as e:
+        say(f"tasks: {e}")
+        return 2
+    print("\n".join(lines))
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from evo.app.campaign import Campaign
     from evo.app.campaign_setup import CampaignHooks, prepare
@@ -210,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("config")
     c.add_argument("--device", choices=["cpu", "cuda"])
     c.set_defaults(func=cmd_check)
+    t = sub.add_parser("tasks", help="the library's tasks: dtypes, bench sizes and named workloads (task.workload)")
+    t.add_argument("names", nargs="*", help="only these tasks")
+    t.set_defaults(func=cmd_tasks)
     r = sub.add_parser("run", help="run a campaign: islands on Ray (RAY_ADDRESS, else a local Ray), or --executor "
                        "local")
     r.add_argument("config", nargs="?", help="campaign config (optional with --resume)")

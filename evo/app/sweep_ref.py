@@ -1,7 +1,8 @@
 """How a campaign's result compares with a sweep of the seed's SPACE (the baseline any search must
 beat): the reference is measured once per task, target and latency source by `bench/space_sweep.py`
-and kept in `bench/data/space_sweeps.json`; a campaign on the same task (same task key) and the same
-source of latency says, in its last lines, how far above or below it ended.
+and kept in `bench/data/space_sweeps.json`; a campaign on the same task (same task key), benched at
+the same sizes (`Task.bench_tag`: a workload has its own entries) and with the same source of
+latency says, in its last lines, how far above or below it ended.
 
 Modelled figures vary a little between runs (the model samples programs from the run's secret), so
 a difference within about 1% is "the same as the sweep", not a win.
@@ -17,8 +18,9 @@ SWEEPS = Path(__file__).resolve().parents[2] / "bench" / "data" / "space_sweeps.
 SAME_WITHIN = 0.01
 
 
-def sweep_key(task_key: str, latency_source: str, gpu: str) -> str:
-    return f"{task_key}|{latency_source}|{gpu}"
+def sweep_key(task_key: str, latency_source: str, gpu: str, bench_tag: str = "") -> str:
+    """The cache key; `bench_tag` ('' at the task's own bench sizes) keeps workloads apart."""
+    return f"{task_key}|{latency_source}|{gpu}" + (f"|{bench_tag}" if bench_tag else "")
 
 
 def load_sweeps(path: Path = SWEEPS) -> dict[str, dict[str, Any]]:
@@ -30,9 +32,10 @@ def load_sweeps(path: Path = SWEEPS) -> dict[str, dict[str, Any]]:
 
 
 def reference_of(summary: dict[str, Any], path: Path = SWEEPS) -> dict[str, Any] | None:
-    """The cached entry for a run's task key, latency source and GPU (None without one)."""
+    """The cached entry for a run's task key, bench sizes, latency source and GPU (None without one)."""
     gpu = str((summary.get("best") or {}).get("latency_gpu") or "")
-    return load_sweeps(path).get(sweep_key(str(summary.get("task_key")), str(summary.get("latency_source")), gpu))
+    return load_sweeps(path).get(sweep_key(str(summary.get("task_key")), str(summary.get("latency_source")), gpu,
+                                           str(summary.get("bench_tag") or "")))
 
 
 def compared(speedup: float, reference: float, what: str) -> str:

@@ -75,12 +75,14 @@ class ToleranceConfig(Strict):
 
 class TaskConfig(Strict):
     """Which computation to optimize: a library task (`name`), a native task module (`path`),
-    or a KernelBench problem file (`kernelbench`, which needs `sizes`)."""
+    or a KernelBench problem file (`kernelbench`, which needs `sizes`). `workload` benches a native
+    task at one of its module's named shape lists (``WORKLOADS``) instead of its ``BENCH_SIZES``."""
 
     name: str | None = None
     path: str | None = None
     kernelbench: str | None = None
     sizes: SizesConfig | None = None
+    workload: str | None = None
     dtype: str | None = None
     seed: str | None = None
     tolerance: ToleranceConfig | None = None
@@ -93,6 +95,12 @@ class TaskConfig(Strict):
             raise ValueError(f"give exactly one of name, path, kernelbench (got {given or 'none'})")
         if self.kernelbench and self.sizes is None:
             raise ValueError("a kernelbench task needs sizes: {check: [...], bench: [...]}")
+        if self.workload is not None:
+            if self.kernelbench:
+                raise ValueError("workload is for library and native tasks; a kernelbench task gives sizes.bench")
+            if self.sizes is not None and (self.sizes.bench or self.sizes.bench_weights is not None):
+                raise ValueError("give either workload or sizes.bench/bench_weights, not both: "
+                                 "the workload is the bench sizes")
         if self.dtype is not None and self.dtype not in dtypes.FLOAT_DTYPES:
             raise ValueError(f"dtype {self.dtype!r} is not one of {', '.join(dtypes.FLOAT_DTYPES)}")
         return self

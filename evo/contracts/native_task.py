@@ -18,6 +18,9 @@ Module-level names (see ``tasks/softmax/task.py`` for a complete example):
     value distributions the generator understands, default ``("normal", "wide")``.
 ``TOLERANCE`` (optional)
     ``{dtype: {"atol": .., "rtol": ..}}`` overriding the defaults of `evo.contracts.task`.
+``workloads.yaml`` beside the module (optional)
+    named bench-shape lists with weights and their source (`evo.contracts.workload`), picked by a
+    config's ``task.workload`` instead of ``BENCH_SIZES``/``BENCH_WEIGHTS``.
 ``SEED`` (optional)
     the seed candidate file, relative to the task module, default ``seed.py``.
 ``flops(size)``, ``bytes_moved(size, itemsize)``, ``torch_reference(*tensors)`` (optional)
@@ -37,6 +40,7 @@ import numpy as np
 
 from evo.contracts import dtypes
 from evo.contracts.task import BenchCase, Case, Size, Task, TaskError, Tensor, Tolerance, bench_case_from
+from evo.contracts.workload import Workload, read_workloads
 
 TASK_LIBRARY = Path(__file__).resolve().parents[2] / "tasks"
 
@@ -90,6 +94,10 @@ class NativeTask(Task):
         self.bench_sizes = list(_required(m, "BENCH_SIZES", path))
         weights = getattr(m, "BENCH_WEIGHTS", None)
         self.set_bench_weights(list(weights) if weights is not None else None)
+        self.default_bench = self.bench_fingerprint()
+        size_names = set(self.check_sizes[0]) if self.check_sizes else set()
+        self.workloads: dict[str, Workload] = read_workloads(self.path.parent, size_names)
+        self.workload: str | None = None
         self._inputs: Callable[..., list[Any]] = _required(m, "inputs", path)
         self._reference: Callable[..., Any] = _required(m, "reference", path)
         self.dists = tuple(getattr(m, "DISTS", ("normal", "wide")))
@@ -101,6 +109,20 @@ class NativeTask(Task):
 
     def definition_text(self) -> str:
         return self.path.read_text()
+
+    def use_workload(self, name: str) -> None:
+        """Bench at the shapes and weights of the module's workload `name` instead of its bench sizes."""
+        if name not in self.workloads:
+            valid = ", ".join(self.workloads) or f"none (no {self.path.parent / 'workloads.yaml'})"
+            raise TaskError(f"task {self.name}: no workload {name!r}; valid: {valid}")
+        w = self.workloads[name]
+        self.bench_sizes = [dict(s) for s in w.bench]
+        self.set_bench_weights(list(w.weights))
+        self.workload = name
+
+    def describe(self) -> str:
+        text = super().describe()
+        return f"{text} (workload {self.workload})" if self.workload else text
 
     def _make_inputs(self, size: Size, seed: int, dist: str) -> list[Tensor]:
         rng = np.random.default_rng(seed)

@@ -133,6 +133,10 @@ class Task(ABC):
     tolerance_override: Tolerance | None = None
     # fitness over several bench sizes: weight by size (`size_key`); see `fitness_sizes`
     bench_weights: dict[str, float] | None = None
+    # the named shape list the bench sizes come from (`evo.contracts.workload`), if any
+    workload: str | None = None
+    # `bench_fingerprint` of the task's own bench sizes and weights (None: it has none of its own)
+    default_bench: str | None = None
 
     def __init__(self) -> None:
         self._cache: dict[Case, CaseData] = {}
@@ -155,6 +159,20 @@ class Task(ABC):
         if not all(isinstance(w, (int, float)) and w > 0 and math.isfinite(w) for w in weights):
             raise TaskError(f"task {self.name}: bench weights must be positive numbers, not {weights}")
         self.bench_weights = {size_key(s): float(w) for s, w in zip(self.bench_sizes, weights)}
+
+    def bench_fingerprint(self) -> str:
+        """A short hash of where the fitness is measured: the weighted bench sizes."""
+        sizes = [(self.bench_sizes[i], w) for i, w in self.fitness_sizes()]
+        return hashlib.sha256(json.dumps(sizes, sort_keys=True).encode()).hexdigest()[:10]
+
+    @property
+    def bench_tag(self) -> str:
+        """'' when the fitness is measured at the task's own bench sizes and weights; else the workload
+        (``workload-NAME``) or ``sizes-HASH``: results (a cached sweep) compare only under one tag."""
+        fingerprint = self.bench_fingerprint()
+        if fingerprint == self.default_bench:
+            return ""
+        return f"workload-{self.workload}" if self.workload else f"sizes-{fingerprint}"
 
     @property
     def tolerance(self) -> Tolerance:

@@ -8,7 +8,7 @@ from evo.contracts.config import TaskConfig
 from evo.contracts.config_file import ConfigError, resolve_path
 from evo.contracts.kernelbench import KernelBenchTask
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks
-from evo.contracts.task import Task, Tolerance
+from evo.contracts.task import Task, TaskError, Tolerance
 
 
 def build_task(cfg: TaskConfig, base_dir: Path) -> Task:
@@ -35,6 +35,11 @@ def build_task(cfg: TaskConfig, base_dir: Path) -> Task:
         if cfg.sizes is not None:
             task.check_sizes = cfg.sizes.check
             task.bench_sizes = cfg.sizes.bench or task.bench_sizes
+        if cfg.workload is not None:
+            try:
+                task.use_workload(cfg.workload)
+            except TaskError as e:
+                raise ConfigError(f"task.workload: {e}") from e
         if cfg.seed:
             task.seed_source = resolve_path(cfg.seed, base_dir, "task.seed").read_text()
     if cfg.sizes is not None and cfg.sizes.bench_weights is not None:

@@ -1,0 +1,38 @@
+"""`evo tasks`: what the task library offers, in words: each task's dtypes, bench sizes (with their
+weights) and the named workloads a config can pick with ``task.workload``, with their sources."""
+
+from __future__ import annotations
+
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks
+from evo.contracts.task import Size, Task
+
+
+def _sizes(task: Task) -> str:
+    weights = dict(task.fitness_sizes())
+    text = "; ".join(_size(s) + (f" (weight {weights[i]:g})" if len(weights) > 1 and i in weights else "")
+                     for i, s in enumerate(task.bench_sizes))
+    if len(task.bench_sizes) > len(weights):  # no weights: the others are verified, not timed
+        text += "; the fitness times the first only"
+    return text
+
+
+def _size(size: Size) -> str:
+    return ", ".join(f"{k} {v}" for k, v in size.items())
+
+
+def task_lines(names: list[str]) -> list[str]:
+    """Lines describing the library tasks `names` (all without names); ValueError names an unknown one."""
+    known = library_tasks()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"no task {', '.join(map(repr, unknown))} in the library; valid: {', '.join(known)}")
+    lines = []
+    for name in names or known:
+        task = NativeTask(TASK_LIBRARY / name)
+        dtypes = ", ".join(getattr(task.module, "DTYPES", (task.dtype,)))
+        lines.append(f"{name} ({dtypes}): bench {_sizes(task)}")
+        for w in task.workloads.values():
+            task.use_workload(w.name)
+            lines.append(f"  workload {w.name}: {_sizes(task)}")
+            lines.append(f"    from: {w.source}")
+    return lines

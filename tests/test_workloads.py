@@ -1,0 +1,156 @@
+"""Named shape lists (`task.workload`): the library's lists parse and name their sources, a config
+picks one and the fitness weighs its shapes, bad lists and bad configs fail with a message that
+names the problem, and a workload's results are never compared with the default bench sizes'."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from evo.app.cli import main
+from evo.app.sweep_ref import reference_of, sweep_key
+from evo.contracts.candidate import Candidate
+from evo.contracts.config import EvaluationConfig, LatencyMode, SizesConfig, TaskConfig
+from evo.contracts.config_file import ConfigError
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks
+from evo.contracts.task import TaskError
+from evo.contracts.task_loader import build_task
+from evo.contracts.workload import parse_workloads
+from fitness.evaluate import Evaluator
+
+GOOD: dict[str, Any] = {"source": "a model's config.json", "bench": [{"n": 8}, {"n": 64}], "weights": [1.0, 3.0]}
+
+
+def test_every_library_workload_parses_names_its_source_and_weighs_every_shape():
+    seen = 0
+    for name in library_tasks():
+        task = NativeTask(TASK_LIBRARY / name)
+        key, default = task.key, task.bench_sizes
+        assert task.bench_tag == ""
+        for w in task.workloads.values():
+            seen += 1
+            assert len(w.source) > 20 and len(w.bench) == len(w.weights) >= 2
+            task.use_workload(w.name)
+            assert task.bench_sizes == w.bench
+            assert task.fitness_sizes() == list(enumerate(w.weights))  # every shape counts
+            assert task.key == key  # what a correct kernel computes is unchanged
+            assert task.bench_tag == f"workload-{w.name}" and w.name in task.describe()
+        fresh = NativeTask(TASK_LIBRARY / name)
+        assert fresh.bench_sizes == default and fresh.workload is None
+    # softmax, layernorm, matmul (2), reduction, vector_add, mla_decode
+    assert seen >= 7
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"source": ""}, "'source' must say where"),
+    ({"bench": []}, "non-empty list"),
+    ({"bench": [{"n": 8}, {"m": 8}]}, "must give exactly \\['n'\\]"),
+    ({"bench": [{"n": 8}, {"n": 0}]}, "positive integers"),
+    ({"bench": [{"n": 8}, {"n": 8.0}]}, "positive integers"),
+    ({"bench": [{"n": 8}, {"n": True}]}, "positive integers"),
+    ({"bench": [{"n": 8}, {"n": 8}]}, "listed twice"),
+    ({"weights": [1.0]}, "one weight per bench size \\(2\\)"),
+    ({"weights": [1.0, 0.0]}, "positive numbers"),
+    ({"weights": [1.0, float("inf")]}, "positive numbers"),
+    ({"shapes": []}, "unknown key\\(s\\) \\['shapes'\\]"),
+])
+def test_a_bad_workload_is_refused_naming_the_workload_and_the_problem(change, message):
+    with pytest.raises(TaskError, match=f"workload 'serving'.*{message}"):
+        parse_workloads({"serving": {**GOOD, **change}}, {"n"}, "tasks/x/workloads.yaml")
+    with pytest.raises(TaskError, match="must map workload names"):
+        parse_workloads([GOOD], {"n"}, "tasks/x/workloads.yaml")
+    assert parse_workloads({"serving": {k: v for k, v in GOOD.items() if k != "weights"}}, {"n"},
+                           "x")["serving"].weights == [1.0, 1.0]  # equal weights by default
+
+
+def _task_folder(tmp_path: Path, workloads: str) -> Path:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for f in ("task.py", "seed.py"):
+        (folder / f).write_text((TASK_LIBRARY / "vector_add" / f).read_text())
+    (folder / "workloads.yaml").write_text(workloads)
+    return folder
+
+
+def test_a_native_task_reads_the_workloads_file_beside_it_and_reports_bad_yaml_with_its_path(tmp_path):
+    folder = _task_folder(tmp_path, yaml.safe_dump({"serving": GOOD}))
+    task = build_task(TaskConfig(path=str(folder), workload="serving"), tmp_path)
+    assert task.bench_sizes == [{"n": 8}, {"n": 64}] and task.fitness_sizes() == [(0, 1.0), (1, 3.0)]
+    (folder / "workloads.yaml").write_text("serving: [unclosed")
+    with pytest.raises(TaskError, match=r"workloads\.yaml: not valid YAML"):
+        NativeTask(folder)
+
+
+def test_a_config_picks_a_workload_and_wrong_or_conflicting_choices_say_what_is_wrong(tmp_path):
+    task = build_task(TaskConfig(name="matmul", workload="llama3-8b-decode"), tmp_path)
+    assert [s["M"] for s in task.bench_sizes] == [64] * 4
+    assert task.fitness_sizes() == [(0, 1.5), (1, 1.0), (2, 7.0), (3, 3.5)]
+    with pytest.raises(ConfigError, match=r"task\.workload: .*no workload 'llama3-70b'; valid: "
+                       r"llama3-8b-prefill, llama3-8b-decode"):
+        build_task(TaskConfig(name="matmul", workload="llama3-70b"), tmp_path)
+    with pytest.raises(ConfigError, match=r"no workload 'x'; valid: none \(no .*attention/workloads\.yaml\)"):
+        build_task(TaskConfig(name="attention", workload="x"), tmp_path)
+    with pytest.raises(ValidationError, match=r"either workload or sizes\.bench"):
+        TaskConfig(name="matmul", workload="llama3-8b-decode",
+                   sizes=SizesConfig(check=[{"M": 1, "N": 1, "K": 1}], bench=[{"M": 8, "N": 8, "K": 8}]))
+    with pytest.raises(ValidationError, match="workload is for library and native tasks"):
+        TaskConfig(kernelbench="p.py", workload="w", sizes=SizesConfig(check=[{"n": 1}]))
+    # check sizes may still be overridden beside a workload
+    small = build_task(TaskConfig(name="vector_add", workload="llm-residual",
+                                  sizes=SizesConfig(check=[{"n": 5}])), tmp_path)
+    assert small.check_sizes == [{"n": 5}] and len(small.bench_sizes) == 3
+
+
+def test_the_bench_tag_keeps_workloads_and_overridden_sizes_apart_from_the_task_s_own_bench(tmp_path):
+    own = build_task(TaskConfig(name="softmax"), tmp_path)
+    same = build_task(TaskConfig(name="softmax", sizes=SizesConfig(check=[{"rows": 1, "cols": 1}],
+                                                                    bench=[{"rows": 4096, "cols": 4096}])), tmp_path)
+    other = build_task(TaskConfig(name="softmax", sizes=SizesConfig(check=[{"rows": 1, "cols": 1}],
+                                                                     bench=[{"rows": 8, "cols": 8}])), tmp_path)
+    serving = build_task(TaskConfig(name="softmax", workload="llm-serving"), tmp_path)
+    assert own.bench_tag == same.bench_tag == ""  # the same sizes spelled out are the same bench
+    assert other.bench_tag.startswith("sizes-") and serving.bench_tag == "workload-llm-serving"
+    # a cached sweep at the default sizes is not a reference for a workload's run, and the other way round
+    sweeps = tmp_path / "sweeps.json"
+    sweeps.write_text(json.dumps({sweep_key(own.key, "model", "h100"): {"best_speedup": 2.0},
+                                  sweep_key(own.key, "model", "h100", serving.bench_tag): {"best_speedup": 5.0}}))
+
+    def summary(tag: str | None) -> dict[str, Any]:
+        s = {"task_key": own.key, "latency_source": "model", "best": {"latency_gpu": "h100"}}
+        return s if tag is None else {**s, "bench_tag": tag}
+
+    assert reference_of(summary(None), sweeps) == {"best_speedup": 2.0}  # a summary from before workloads
+    assert reference_of(summary(""), sweeps) == {"best_speedup": 2.0}
+    assert reference_of(summary(serving.bench_tag), sweeps) == {"best_speedup": 5.0}
+    assert reference_of(summary(other.bench_tag), sweeps) is None
+
+
+def test_a_workload_fitness_models_every_shape_with_its_weight(tmp_path):
+    task = build_task(TaskConfig(name="vector_add", workload="llm-residual",
+                                 sizes=SizesConfig(check=[{"n": 1}, {"n": 17}, {"n": 1000}])), tmp_path)
+    settings = EvaluationConfig(device="cpu", latency=LatencyMode.MODEL, timeout_s=120)
+    assert task.seed_source is not None
+    with Evaluator(task, settings, device="cpu", secret=3) as ev:
+        r = ev.evaluate(Candidate.from_source(task.seed_source))
+    assert r.ok and r.latency_ms is not None, r.reason
+    shapes = r.latency_detail["shapes"]
+    assert [s["size"] for s in shapes] == task.bench_sizes and [s["weight"] for s in shapes] == [1.0] * 3
+    # a residual add is memory-bound: a bigger shape takes longer
+    assert shapes[0]["latency_ms"] < shapes[1]["latency_ms"] < shapes[2]["latency_ms"]
+
+
+def test_evo_tasks_lists_bench_sizes_workloads_and_their_sources(capsys):
+    assert main(["tasks", "matmul", "mla_decode"]) == 0
+    out = capsys.readouterr().out
+    assert "matmul (float16): bench M 4096, N 4096, K 4096\n" in out
+    assert "  workload llama3-8b-decode: M 64, N 6144, K 4096 (weight 1.5);" in out
+    assert "from: Llama-3-8B linear layers" in out
+    assert "cache_len 32768; the fitness times the first only" in out  # no weights in the module
+    assert "workload deepseek-v3-serving:" in out
+    assert main(["tasks", "matmull"]) == 2
+    assert "no task 'matmull' in the library; valid: attention" in capsys.readouterr().err
