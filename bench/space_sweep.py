@@ -12,7 +12,9 @@ campaign on the same task reads to say how its result compares (`evo.app.sweep_r
 The task's known-better kernel (``known_better.py``, where there is one) is evaluated the same way and
 its speedup recorded beside the sweep's, so a table can say how far from a known good kernel both are.
 A SPACE larger than ``--max-points`` is not swept (its entry records the known-better kernel only);
-``--known-better-only`` adds that figure to an entry without sweeping again.
+``--known-better-only`` adds that figure to an entry without sweeping again. ``--workload NAME``
+benches at one of the task's named shape lists (``tasks/<task>/workloads.yaml``); its entry is kept
+apart from the default bench sizes' (`Task.bench_tag`).
 """
 
 from __future__ import annotations
@@ -57,9 +59,11 @@ def _speedup(ev: Evaluator, candidate: Candidate, label: str) -> tuple[float | N
 
 
 def sweep(name: str, settings: EvaluationConfig, *, max_points: int | None = None,
-          do_sweep: bool = True) -> dict[str, Any]:
+          do_sweep: bool = True, workload: str | None = None) -> dict[str, Any]:
     """The sweep's entry for one task; without `do_sweep` (or past `max_points`) the known-better only."""
     task = NativeTask(TASK_LIBRARY / name)
+    if workload:
+        task.use_workload(workload)
     assert task.seed_source is not None, f"{name} has no seed"
     seed = Candidate.from_source(task.seed_source)
     grid = points(seed)
@@ -78,6 +82,7 @@ def sweep(name: str, settings: EvaluationConfig, *, max_points: int | None = Non
             known, k_source, k_gpu = _speedup(ev, Candidate.from_file(better), f"{name} known-better")
             source, gpu = source or k_source, gpu or k_gpu
     out: dict[str, Any] = {"task": name, "task_key": task.key, "latency_source": source, "gpu": gpu,
+                           **({"workload": workload, "bench_tag": task.bench_tag} if workload else {}),
                            "points": len(grid), "known_better_speedup": round(known, 4) if known else None,
                            "measured": time.strftime("%Y-%m-%d")}
     if do_sweep and rows:
@@ -98,13 +103,15 @@ def main() -> int:
                     help="address space for bench-size buffers on a CPU (the attention seeds need 12288)")
     ap.add_argument("--known-better-only", action="store_true",
                     help="evaluate the known-better kernel and keep the entry's sweep as it is")
+    ap.add_argument("--workload", help="bench at this named shape list of each task (tasks/<task>/workloads.yaml)")
     args = ap.parse_args()
     settings = EvaluationConfig(device=args.device, latency=LatencyMode.AUTO, target_gpu=args.target_gpu,
                                 profile_memory_mb=args.profile_memory_mb)
     sweeps = load_sweeps(args.output)
     for name in args.tasks:
-        r = sweep(name, settings, max_points=args.max_points, do_sweep=not args.known_better_only)
-        key = sweep_key(r["task_key"], r["latency_source"], r["gpu"])
+        r = sweep(name, settings, max_points=args.max_points, do_sweep=not args.known_better_only,
+                  workload=args.workload)
+        key = sweep_key(r["task_key"], r["latency_source"], r["gpu"], r.get("bench_tag", ""))
         old = sweeps.get(key, {})
         sweeps[key] = {**old, **r} if "best_speedup" not in r else r
         known = f"known-better {r['known_better_speedup']:.3f}x" if r["known_better_speedup"] else "no known-better"
