@@ -154,3 +154,51 @@ def test_evo_tasks_lists_bench_sizes_workloads_and_their_sources(capsys):
     assert "workload deepseek-v3-serving:" in out
     assert main(["tasks", "matmull"]) == 2
     assert "no task 'matmull' in the library; valid: attention" in capsys.readouterr().err
+
+
+def test_the_workload_table_gives_each_shape_then_the_fitness_and_leaves_unknown_speedups_blank():
+    from bench.workload_table import rows_of
+    from evo.contracts.verdict import Evaluation, Status
+
+    shapes = [{"size": {"n": 8}, "weight": 1.0, "latency_ms": 0.5, "speedups": {"seed": 2.0}, "bound": "dram"},
+              {"size": {"n": 64}, "weight": 3.0, "latency_ms": 2.0, "speedups": {}, "bound": "latency"}]
+    ev = Evaluation("c", "k", "cpu", Status.OK, latency_ms=1.41, speedups={}, latency_detail={"shapes": shapes})
+    assert rows_of("t", "w", "seed", ev) == [
+        ["t", "w", "seed", "n 8", "1", "0.5", "2.00x", "dram"],
+        ["t", "w", "seed", "n 64", "3", "2", "", "latency"],  # the seed had no latency at that shape
+        ["t", "w", "seed", "fitness (weighted geomean)", "", "1.41", "", ""],
+    ]
+    one = Evaluation("c", "k", "cpu", Status.OK, latency_ms=0.25, speedups={"seed": 4.0},
+                     latency_detail={"size": {"n": 8}, "launches": [{"bound": "dram"}]})
+    assert rows_of("t", "w", "x", one) == [["t", "w", "x", "n 8", "1", "0.25", "4.00x", "dram"]]
+    failed = Evaluation("c", "k", "cpu", Status.WRONG_OUTPUT, reason="output 0 wrong at n 8")
+    assert rows_of("t", "w", "x", failed) == [["t", "w", "x", "", "", "", "", "wrong_output: output 0 wrong at n 8"]]
+
+
+def test_a_campaign_at_a_workload_says_so_and_records_it_in_its_summary(tmp_path):
+    import io
+
+    from evo.app.campaign import Campaign
+    from evo.app.campaign_setup import prepare
+    from evo.app.progress import PlainLog
+
+    from .campaign_job import FAKE_HOOKS
+    from .test_campaign_ray import write_config
+
+    folder = tmp_path / "softmax"  # the library's softmax with shapes the interpreter models in seconds
+    folder.mkdir()
+    for f in ("task.py", "seed.py"):
+        (folder / f).write_text((TASK_LIBRARY / "softmax" / f).read_text())
+    (folder / "workloads.yaml").write_text(yaml.safe_dump({"small": {
+        "source": "two small shapes for a test", "bench": [{"rows": 64, "cols": 512}, {"rows": 16, "cols": 2048}],
+        "weights": [1, 2]}}, sort_keys=False))
+    config = write_config(tmp_path, task={"path": str(folder), "workload": "small",
+                                          "sizes": {"check": [{"rows": 1, "cols": 1}, {"rows": 7, "cols": 131}]}},
+                          budget={"generations": 1})
+    out = io.StringIO()
+    summary = Campaign(prepare(str(config), hooks=FAKE_HOOKS), FAKE_HOOKS, PlainLog(out), "local").run()
+    assert summary["status"] == "finished", out.getvalue()
+    assert summary["workload"] == "small" and summary["bench_tag"] == "workload-small"
+    assert ("workload small: fitness over 2 shapes, rows 64, cols 512 (weight 1); rows 16, cols 2048 (weight 2)"
+            in out.getvalue())
+    assert [s["size"] for s in summary["best"]["shapes"]] == [{"rows": 64, "cols": 512}, {"rows": 16, "cols": 2048}]

@@ -29,6 +29,7 @@ from evo.app.progress import Display, IslandRow, Totals
 from evo.app.results import individual_summary, standalone_kernel
 from evo.app.sweep_ref import sweep_words
 from evo.contracts.records import Individual, best_of
+from evo.contracts.workload import weighted_shapes_text
 from fitness.evaluate import isolation_message
 from fitness.latency.stage import target_hardware
 from fitness.sandbox.isolation import FULL as FULL_ISOLATION
@@ -127,6 +128,10 @@ class Campaign:
         self.device = infos[0].device
         self.sandbox = ",".join(sorted({i.sandbox for i in infos if i.sandbox}))
         self.display.message(f"{plan.why}; evaluating on {self.device}; run directory {self.store.path}")
+        task = self.p.task
+        if task.workload:
+            self.display.message(f"workload {task.workload}: fitness over {len(task.fitness_sizes())} shapes, "
+                                 f"{weighted_shapes_text(task)}")
         weak = next((i for i in infos if i.sandbox and i.sandbox != FULL_ISOLATION), None)
         if weak is not None:
             self.display.message(isolation_message(weak.sandbox, list(weak.sandbox_problems)))

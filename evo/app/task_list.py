@@ -4,20 +4,15 @@ weights) and the named workloads a config can pick with ``task.workload``, with 
 from __future__ import annotations
 
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks
-from evo.contracts.task import Size, Task
+from evo.contracts.task import Task
+from evo.contracts.workload import shape_text, weighted_shapes_text
 
 
 def _sizes(task: Task) -> str:
     weights = dict(task.fitness_sizes())
-    text = "; ".join(_size(s) + (f" (weight {weights[i]:g})" if len(weights) > 1 and i in weights else "")
-                     for i, s in enumerate(task.bench_sizes))
     if len(task.bench_sizes) > len(weights):  # no weights: the others are verified, not timed
-        text += "; the fitness times the first only"
-    return text
-
-
-def _size(size: Size) -> str:
-    return ", ".join(f"{k} {v}" for k, v in size.items())
+        return "; ".join(map(shape_text, task.bench_sizes)) + "; the fitness times the first only"
+    return weighted_shapes_text(task)
 
 
 def task_lines(names: list[str]) -> list[str]:

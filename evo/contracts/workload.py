@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from evo.contracts.task import Size, TaskError
+from evo.contracts.task import Size, Task, TaskError
 
 FILE_NAME = "workloads.yaml"
 
@@ -37,6 +37,18 @@ class Workload:
     bench: list[Size]
     weights: list[float]
     source: str
+
+
+def shape_text(size: Size) -> str:
+    """A size in words: ``rows 64, cols 512``."""
+    return ", ".join(f"{k} {v}" for k, v in size.items())
+
+
+def weighted_shapes_text(task: Task) -> str:
+    """The sizes the fitness covers, each with its weight when there are several."""
+    sizes = task.fitness_sizes()
+    return "; ".join(shape_text(task.bench_sizes[i]) + (f" (weight {w:g})" if len(sizes) > 1 else "")
+                     for i, w in sizes)
 
 
 def read_workloads(folder: Path, size_names: set[str]) -> dict[str, Workload]:
