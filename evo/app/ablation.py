@@ -25,11 +25,13 @@ from enum import Enum
 from pathlib import Path
 from typing import IO, Any
 
-from evo.app.ablation_config import Ablation, RunSpec
+import yaml
+
+from evo.app.ablation_config import Ablation, RunSpec, config_hash
 from evo.app.campaign_setup import CampaignHooks, prepare, prepare_config
 from evo.app.progress import IslandRow, Totals
 from evo.app.run_store import RunStore
-from evo.contracts.config_file import ConfigError
+from evo.contracts.config_file import ConfigError, parse_config
 from evo.contracts.history import write_atomic
 
 STATE_FILE = "ablation.json"
@@ -76,8 +78,8 @@ class AblationState:
             data = json.loads(path.read_text())
             state.runs = {k: RunEntry.from_dict(v) for k, v in data.get("runs", {}).items()}
         changed = [spec.key for spec in ablation.runs()
-                   if spec.key in state.runs and state.runs[spec.key].config_hash != spec.config_hash()
-                   and state.runs[spec.key].status is not RunStatus.PENDING]
+                   if spec.key in state.runs and state.runs[spec.key].status is not RunStatus.PENDING
+                   and not _same_config(state.runs[spec.key], spec)]
         if changed:
             raise ConfigError(f"{ablation.source}: the config of {', '.join(changed)} changed since those runs were "
                               f"made in {directory}; give the ablation another name or --output")
@@ -92,6 +94,25 @@ class AblationState:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         data = {"source": self.source, "updated": _now(), "runs": {k: e.to_dict() for k, e in self.runs.items()}}
         write_atomic(self.path, (json.dumps(data, indent=2) + "\n").encode())
+
+
+def _same_config(entry: RunEntry, spec: RunSpec) -> bool:
+    """Whether a run was made with `spec`'s config: the same hash, or else its saved config.yaml, read by
+    today's schema, hashes the same (a run from before a config key was added, at its default, is
+    the same run). A match by the file takes the new hash."""
+    if entry.config_hash == spec.config_hash():
+        return True
+    saved = Path(entry.run_dir) / "config.yaml" if entry.run_dir else None
+    if saved is None or not saved.is_file():
+        return False
+    try:
+        cfg = parse_config(yaml.safe_load(saved.read_text()), source=str(saved))
+    except (OSError, yaml.YAMLError, ConfigError):
+        return False
+    if config_hash(cfg) != spec.config_hash():
+        return False
+    entry.config_hash = spec.config_hash()
+    return True
 
 
 def _now() -> str:

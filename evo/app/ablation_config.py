@@ -115,8 +115,13 @@ class RunSpec:
 
     def config_hash(self) -> str:
         """Identifies the config (to notice a variant changed under finished runs)."""
-        text = json.dumps(self.config.model_dump(mode="json"), sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return config_hash(self.config)
+
+
+def config_hash(config: Config) -> str:
+    """A short hash of a config as today's schema reads it (every key, defaults included)."""
+    text = json.dumps(config.model_dump(mode="json"), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,10 @@ class RunStore:
             raise RunStoreError(f"{path} cannot be used: {e}") from None
         recorded = self.recorded_config()
         if recorded:  # runs made before run.json kept a copy are taken as they are
+            try:  # both read by today's schema: a key added since, at its default, is no edit
+                recorded = parse_config(recorded, source=str(self.path / "run.json")).model_dump(mode="json")
+            except ConfigError:
+                pass  # compared as recorded
             now = cfg.model_dump(mode="json")
             differ = sorted(k for k in set(now) | set(recorded)
                             if now.get(k) != recorded.get(k) and k not in RESUMABLE_CHANGES)

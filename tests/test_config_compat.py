@@ -1,0 +1,65 @@
+"""Runs and ablations made before a config key existed still resume: a key added since, at its
+default, is no edit of the run's config; a real change is still refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from evo.app.ablation import AblationState, RunEntry, RunStatus
+from evo.app.ablation_config import load_ablation
+from evo.app.run_store import RunStore, RunStoreError
+from evo.contracts.config_file import ConfigError, load_config
+
+from .test_ablation_config import write
+
+
+def _without_workload(config: dict[str, Any]) -> dict[str, Any]:
+    """The config as written before `task.workload` existed."""
+    task = {k: v for k, v in config["task"].items() if k != "workload"}
+    return {**config, "task": task}
+
+
+def test_a_run_written_before_a_key_existed_reads_as_its_default_and_a_real_edit_is_still_found(tmp_path):
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({"task": {"name": "softmax"}, "output_dir": str(tmp_path)}))
+    store = RunStore.create(tmp_path / "runs", load_config(tmp_path / "c.yaml"), config_dir=tmp_path)
+    info = json.loads((store.path / "run.json").read_text())
+    old = _without_workload(info["config"])
+    info["config"] = old
+    (store.path / "run.json").write_text(json.dumps(info))
+    (store.path / "config.yaml").write_text(yaml.safe_dump(old, sort_keys=False))
+    assert store.config().task.workload is None  # resumes
+    edited = {**old, "islands": {**old["islands"], "count": old["islands"]["count"] + 1}}
+    (store.path / "config.yaml").write_text(yaml.safe_dump(edited, sort_keys=False))
+    with pytest.raises(RunStoreError, match="edited after the run started: islands differ"):
+        store.config()
+
+
+def _finished_run(tmp_path: Path, state: AblationState, key: str, config: dict[str, Any], old_hash: str) -> None:
+    run_dir = tmp_path / "runs" / key
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    entry = state.runs[key]
+    state.runs[key] = RunEntry(entry.variant, entry.seed, old_hash, RunStatus.FINISHED, run_dir=str(run_dir))
+
+
+def test_an_ablation_from_before_a_key_existed_resumes_and_a_changed_variant_is_still_refused(tmp_path):
+    ab = load_ablation(write(tmp_path, {"a": {}, "b": {"islands": {"count": 1}}}))
+    directory = ab.directory()
+    state = AblationState.load(directory, ab)
+    spec = next(s for s in ab.runs() if s.key == "a-s0")
+    before = _without_workload(spec.config.model_dump(mode="json"))
+    _finished_run(tmp_path, state, "a-s0", before, "0123456789abcdef")  # a hash of the older schema's dump
+    state.save()
+    again = AblationState.load(directory, ab)
+    assert again.runs["a-s0"].status is RunStatus.FINISHED
+    assert again.runs["a-s0"].config_hash == spec.config_hash()  # taken from the file, kept from now on
+    changed = {**before, "islands": {**before["islands"], "population": 9}}
+    _finished_run(tmp_path, again, "b-s0", changed, "fedcba9876543210")
+    again.save()
+    with pytest.raises(ConfigError, match="the config of b-s0 changed since"):
+        AblationState.load(directory, ab)
