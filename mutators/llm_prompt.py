@@ -16,6 +16,7 @@ from evo.contracts.mutator_config import LLMConfig
 from evo.contracts.records import Individual
 from evo.contracts.task import Task
 from evo.contracts.verdict import Evaluation
+from evo.contracts.workload import weighted_shapes_text
 from mutators.llm_attempts import Attempt, clip, diverse, params_line, recent, unified_diff
 from mutators.llm_bottleneck import NOT_SEARCH_STATE, bottleneck_text, performance_lines
 
@@ -114,7 +115,8 @@ def task_lines(task: Task) -> list[str]:
     """Sizes, dtype, the tolerance and the value distributions the checker uses."""
     tol = task.tolerance
     return [
-        f"dtype: {task.dtype}; check sizes: {task.check_sizes}; timed on: {task.bench_sizes}",
+        f"dtype: {task.dtype}; check sizes: {task.check_sizes}; timed on: {weighted_shapes_text(task)}"
+        + (f" (the fitness is the weighted geometric mean; workload {task.workload})" if task.workload else ""),
         f"tolerance ({task.dtype}): an output element passes when |out - ref| <= {tol.atol:g} * rms(ref) + "
         f"{tol.rtol:g} * |ref|; NaN must match NaN, an infinity the same infinity; integer outputs exactly",
         f"value distributions: at every check size the inputs are drawn from each of {', '.join(task.dists)} "

@@ -202,3 +202,14 @@ def test_a_campaign_at_a_workload_says_so_and_records_it_in_its_summary(tmp_path
     assert ("workload small: fitness over 2 shapes, rows 64, cols 512 (weight 1); rows 16, cols 2048 (weight 2)"
             in out.getvalue())
     assert [s["size"] for s in summary["best"]["shapes"]] == [{"rows": 64, "cols": 512}, {"rows": 16, "cols": 2048}]
+
+
+def test_the_prompt_names_the_shapes_the_fitness_times_with_their_weights(tmp_path):
+    from mutators.llm_prompt import task_lines
+
+    decode = build_task(TaskConfig(name="matmul", workload="llama3-8b-decode"), tmp_path)
+    line = task_lines(decode)[0]
+    assert "timed on: M 64, N 6144, K 4096 (weight 1.5); M 64, N 4096, K 4096 (weight 1);" in line
+    assert line.endswith("(the fitness is the weighted geometric mean; workload llama3-8b-decode)")
+    plain = task_lines(build_task(TaskConfig(name="mla_decode"), tmp_path))[0]
+    assert plain.endswith("timed on: batch 64, heads 128, cache_len 8192")  # unweighted: the first size alone
