@@ -76,7 +76,7 @@ class ToleranceConfig(Strict):
 class TaskConfig(Strict):
     """Which computation to optimize: a library task (`name`), a native task module (`path`),
     or a KernelBench problem file (`kernelbench`, which needs `sizes`). `workload` benches a native
-    task at one of its module's named shape lists (``WORKLOADS``) instead of its ``BENCH_SIZES``."""
+    task at one of the named shape lists of its ``workloads.yaml`` instead of its ``BENCH_SIZES``."""
 
     name: str | None = None
     path: str | None = None
