@@ -105,12 +105,16 @@ def test_the_shipped_ablation_compares_every_mutator_subset_with_the_llm_replaye
 @pytest.mark.parametrize("task", ["softmax", "layernorm", "matmul", "attention"])
 def test_the_shipped_search_ablations_set_their_task_in_every_variant(task):
     ab = load_ablation(ROOT / "configs" / "ablation_search" / f"{task}.yaml")
-    names = ["evolution", "random-search"] + (["evolution-llm-standin"] if task == "softmax" else [])
+    standin = task in ("softmax", "layernorm")
+    names = ["evolution", "random-search"] + (["evolution-llm-standin"] if standin else [])
     assert {name: cfg.task.name for name, cfg in ab.variants.items()} == dict.fromkeys(names, task)
-    if task == "softmax":  # the stand-in LLM's answers replayed, beside the same STOKE and Optuna
+    if standin:  # the stand-in LLM's answers for this task replayed, beside the same STOKE and Optuna
         llm = ab.variants["evolution-llm-standin"]
         assert sorted(m.kind for m in llm.mutators) == ["llm", "optuna", "stoke"]
-        assert {(m.mode, m.replay_match) for m in llm.mutators if m.kind == "llm"} == {("replay", "kernel")}
+        (m,) = [m for m in llm.mutators if m.kind == "llm"]
+        assert (m.mode, m.replay_match, m.model) == ("replay", "kernel", f"standin-{task}")
+        assert m.record_path and Path(m.record_path).name == f"{task}_standin.jsonl"
+        assert Path(m.record_path).is_file()
     assert sorted(m.kind for m in ab.variants["evolution"].mutators) == ["optuna", "stoke"]
     assert [(m.kind, m.order) for m in ab.variants["random-search"].mutators  # type: ignore[union-attr]
             ] == [("sweep", "random")]
