@@ -93,8 +93,8 @@ def test_a_config_picks_a_workload_and_wrong_or_conflicting_choices_say_what_is_
     with pytest.raises(ConfigError, match=r"task\.workload: .*no workload 'llama3-70b'; valid: "
                        r"llama3-8b-prefill, llama3-8b-decode"):
         build_task(TaskConfig(name="matmul", workload="llama3-70b"), tmp_path)
-    with pytest.raises(ConfigError, match=r"no workload 'x'; valid: none \(no .*attention/workloads\.yaml\)"):
-        build_task(TaskConfig(name="attention", workload="x"), tmp_path)
+    with pytest.raises(ConfigError, match=r"no workload 'x'; valid: none \(no .*attention_causal/workloads\.yaml\)"):
+        build_task(TaskConfig(name="attention_causal", workload="x"), tmp_path)
     with pytest.raises(ValidationError, match=r"either workload or sizes\.bench"):
         TaskConfig(name="matmul", workload="llama3-8b-decode",
                    sizes=SizesConfig(check=[{"M": 1, "N": 1, "K": 1}], bench=[{"M": 8, "N": 8, "K": 8}]))
