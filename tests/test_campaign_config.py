@@ -91,6 +91,23 @@ def test_resume_accepts_a_new_budget_but_not_other_changes(tmp_path):
     assert again is not None and again.generations == 9
 
 
+def test_resume_from_another_checkout_accepts_the_same_record_but_not_another(tmp_path):
+    """A run's saved config holds the LLM record's absolute path; the same config in a moved or
+    cloned checkout names the same record relative to its folder, which is no edit."""
+    hooks = CampaignHooks(mutator_factory=fake_mutator_factory)
+    made, here = tmp_path / "made", tmp_path / "here"
+    for folder in (made, here):
+        folder.mkdir()
+        (folder / "rec.jsonl").write_text("")
+    base = {"task": {"name": "softmax"}, "budget": {"generations": 2}, "output_dir": str(tmp_path / "runs"),
+            "mutators": [{"kind": "llm", "mode": "replay", "model": "m", "record_path": "rec.jsonl"}]}
+    run = prepare(str(write(made, yaml.safe_dump(base))), hooks=hooks).store.path
+    assert prepare(str(write(here, yaml.safe_dump(base))), resume=str(run), hooks=hooks).resumed
+    other = {**base, "mutators": [{**base["mutators"][0], "record_path": "other.jsonl"}]}  # type: ignore[index]
+    with pytest.raises(ConfigError, match="differs from the run's config in mutators"):
+        prepare(str(write(here, yaml.safe_dump(other))), resume=str(run), hooks=hooks)
+
+
 def snapshot(run: Path) -> dict[str, bytes]:
     return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
 

@@ -1,5 +1,6 @@
-"""Runs and ablations made before a config key existed still resume: a key added since, at its
-default, is no edit of the run's config; a real change is still refused."""
+"""Runs and ablations made before a config key existed, or from another checkout, still resume: a key
+added since, at its default, is no edit of the run's config, nor is the same record file at another
+absolute path; a real change is still refused."""
 
 from __future__ import annotations
 
@@ -39,10 +40,13 @@ def test_a_run_written_before_a_key_existed_reads_as_its_default_and_a_real_edit
         store.config()
 
 
-def _finished_run(tmp_path: Path, state: AblationState, key: str, config: dict[str, Any], old_hash: str) -> None:
+def _finished_run(tmp_path: Path, state: AblationState, key: str, config: dict[str, Any], old_hash: str,
+                  config_dir: Path | None = None) -> None:
     run_dir = tmp_path / "runs" / key
     run_dir.mkdir(parents=True)
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    if config_dir is not None:
+        (run_dir / "run.json").write_text(json.dumps({"config_dir": str(config_dir)}))
     entry = state.runs[key]
     state.runs[key] = RunEntry(entry.variant, entry.seed, old_hash, RunStatus.FINISHED, run_dir=str(run_dir))
 
@@ -63,3 +67,29 @@ def test_an_ablation_from_before_a_key_existed_resumes_and_a_changed_variant_is_
     again.save()
     with pytest.raises(ConfigError, match="the config of b-s0 changed since"):
         AblationState.load(directory, ab)
+
+
+def test_an_ablation_run_made_from_another_checkout_is_the_same_run_and_another_record_is_not(tmp_path):
+    """The LLM record path is absolute in a run's saved config; what identifies it is the path
+    relative to the config's folder, so the same files in another clone or worktree resume."""
+    variants = {"a": {"mutators": [{"kind": "llm", "mode": "replay", "model": "m", "record_path": "rec.jsonl"}]}}
+    made, here = tmp_path / "made", tmp_path / "here"
+    made.mkdir(), here.mkdir()
+    out = {"output_dir": str(tmp_path / "out")}
+    ab_made = load_ablation(write(made, variants, **out))
+    spec_made = next(s for s in ab_made.runs() if s.key == "a-s0")
+    assert spec_made.config.mutators[0].record_path == str(made / "rec.jsonl")  # type: ignore[union-attr]
+    state = AblationState.load(ab_made.directory(), ab_made)
+    _finished_run(tmp_path, state, "a-s0", spec_made.config.model_dump(mode="json"), spec_made.config_hash(),
+                  config_dir=made)
+    state.save()
+
+    ab_here = load_ablation(write(here, variants, **out))
+    spec_here = next(s for s in ab_here.runs() if s.key == "a-s0")
+    assert spec_here.config_hash() == spec_made.config_hash()  # the same hash from either checkout
+    assert AblationState.load(ab_here.directory(), ab_here).runs["a-s0"].status is RunStatus.FINISHED
+
+    other = {"a": {"mutators": [{"kind": "llm", "mode": "replay", "model": "m", "record_path": "other.jsonl"}]}}
+    ab_other = load_ablation(write(here, other, **out))
+    with pytest.raises(ConfigError, match="the config of a-s0 changed since"):
+        AblationState.load(ab_other.directory(), ab_other)

@@ -64,7 +64,9 @@ def test_the_committed_sweeps_name_their_task_keys_and_are_well_formed():
     sweeps = load_sweeps()
     assert sweeps, "bench/space_sweep.py has not been run for any task"
     for key, ref in sweeps.items():
-        assert key == sweep_key(ref["task_key"], ref["latency_source"], ref["gpu"])
+        assert key == sweep_key(ref["task_key"], ref["latency_source"], ref["gpu"], ref.get("bench_tag", ""))
+        if ref.get("workload"):  # an entry at a workload is kept apart from the default bench's
+            assert ref["bench_tag"] == f"workload-{ref['workload']}"
         assert "best_speedup" in ref or ref["known_better_speedup"] > 0, f"{key}: neither a sweep nor a known-better"
         if "best_speedup" in ref:
             assert 1 <= ref["correct"] <= ref["points"] == ref["evaluations"]

@@ -98,8 +98,9 @@ class AblationState:
 
 def _same_config(entry: RunEntry, spec: RunSpec) -> bool:
     """Whether a run was made with `spec`'s config: the same hash, or else its saved config.yaml, read by
-    today's schema, hashes the same (a run from before a config key was added, at its default, is
-    the same run). A match by the file takes the new hash."""
+    today's schema with its paths relative to the folder its run.json names, hashes the same (a run
+    from before a config key was added, at its default, or made from another checkout, is the same
+    run). A match by the file takes the new hash."""
     if entry.config_hash == spec.config_hash():
         return True
     saved = Path(entry.run_dir) / "config.yaml" if entry.run_dir else None
@@ -109,10 +110,18 @@ def _same_config(entry: RunEntry, spec: RunSpec) -> bool:
         cfg = parse_config(yaml.safe_load(saved.read_text()), source=str(saved))
     except (OSError, yaml.YAMLError, ConfigError):
         return False
-    if config_hash(cfg) != spec.config_hash():
+    if config_hash(cfg, _config_dir(saved.parent) or spec.config_dir) != spec.config_hash():
         return False
     entry.config_hash = spec.config_hash()
     return True
+
+
+def _config_dir(run_dir: Path) -> Path | None:
+    """The folder a run's config paths were resolved from, as its run.json records it."""
+    try:
+        return Path(json.loads((run_dir / "run.json").read_text())["config_dir"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _now() -> str:

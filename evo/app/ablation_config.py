@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from evo.app.campaign_setup import with_resolved_paths
+from evo.app.campaign_setup import with_relative_paths, with_resolved_paths
 from evo.contracts.config import BudgetConfig, Config, Strict
 from evo.contracts.config_file import ConfigError, format_validation_error, parse_config, read_yaml, resolve_path
 
@@ -108,6 +108,7 @@ class RunSpec:
     variant: str
     seed: int
     config: Config
+    config_dir: Path  # where the config's relative paths resolve (the base config's folder)
 
     @property
     def key(self) -> str:
@@ -115,12 +116,14 @@ class RunSpec:
 
     def config_hash(self) -> str:
         """Identifies the config (to notice a variant changed under finished runs)."""
-        return config_hash(self.config)
+        return config_hash(self.config, self.config_dir)
 
 
-def config_hash(config: Config) -> str:
-    """A short hash of a config as today's schema reads it (every key, defaults included)."""
-    text = json.dumps(config.model_dump(mode="json"), sort_keys=True)
+def config_hash(config: Config, config_dir: Path) -> str:
+    """A short hash of a config as today's schema reads it (every key, defaults included), its paths
+    relative to `config_dir`: the same config in another checkout (another clone, a worktree, a moved
+    folder) hashes the same."""
+    text = json.dumps(with_relative_paths(config, config_dir).model_dump(mode="json"), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -137,7 +140,7 @@ class Ablation:
         for seed in self.cfg.seeds:
             for name, cfg in self.variants.items():
                 run_name = f"{name}-s{seed}"
-                out.append(RunSpec(name, seed, cfg.model_copy(update={"seed": seed, "name": run_name})))
+                out.append(RunSpec(name, seed, cfg.model_copy(update={"seed": seed, "name": run_name}), self.base_dir))
         return out
 
     def directory(self, output: str | Path | None = None) -> Path:

@@ -121,8 +121,10 @@ def _reopen(config_path: str | None, resume: str, hooks: CampaignHooks | None) -
     store = RunStore.open(Path(resume))
     cfg = store.config()
     if config_path:
-        given = with_resolved_paths(load_config(config_path), Path(config_path).resolve().parent)
-        old, new = _dump(cfg), _dump(given)
+        given_dir = Path(config_path).resolve().parent
+        given = with_resolved_paths(load_config(config_path), given_dir)
+        # compared as each reads from its own folder: the same record in a moved checkout is no edit
+        old, new = _dump(with_relative_paths(cfg, store.config_dir())), _dump(with_relative_paths(given, given_dir))
         differ = sorted(k for k in old if old[k] != new[k] and k not in RESUMABLE_CHANGES)
         if differ:
             raise ConfigError(f"{config_path} differs from the run's config in {', '.join(differ)}; "
@@ -169,6 +171,17 @@ def with_resolved_paths(cfg: Config, config_dir: Path) -> Config:
     for m in cfg.mutators:
         if isinstance(m, LLMConfig) and m.record_path and not Path(m.record_path).expanduser().is_absolute():
             m = m.model_copy(update={"record_path": str((config_dir / m.record_path).resolve())})
+        entries.append(m)
+    return cfg.model_copy(update={"mutators": entries})
+
+
+def with_relative_paths(cfg: Config, config_dir: Path) -> Config:
+    """`cfg` with absolute LLM record paths made relative to `config_dir` (the inverse of
+    `with_resolved_paths`): the config as it reads wherever the checkout lives, to compare or hash."""
+    entries = []
+    for m in cfg.mutators:
+        if isinstance(m, LLMConfig) and m.record_path and Path(m.record_path).is_absolute():
+            m = m.model_copy(update={"record_path": os.path.relpath(m.record_path, config_dir)})
         entries.append(m)
     return cfg.model_copy(update={"mutators": entries})
 
