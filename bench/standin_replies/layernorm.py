@@ -4,6 +4,8 @@ in registers, the statistics fused into one pass over memory, the one-pass varia
 that the task's offset rows exist to reject, a division by the block instead of the row length, an
 unmasked store, an edit that does not apply, a reply with no code)."""
 
+from bench.standin_replies.softmax import BIGGER_BLOCKS  # the two seeds' PARAMS lines are the same
+
 _ROW = '''import triton
 import triton.language as tl
 
@@ -95,12 +97,6 @@ RSQRT = '''One reciprocal square root instead of a square root and a division.
     rstd = 1.0 / tl.sqrt(acc2 / n_cols + eps)
 =======
     rstd = tl.rsqrt(acc2 / n_cols + eps)
->>>>>>> REPLACE'''
-BIGGER_BLOCKS = '''Larger chunks mean fewer loop iterations per row.
-<<<<<<< SEARCH
-PARAMS = {"BLOCK": 128, "num_warps": 4}
-=======
-PARAMS = {"BLOCK": 1024, "num_warps": 8}
 >>>>>>> REPLACE'''
 NO_CODE = "Layer norm is memory-bound; at this size the kernel is close to the bandwidth limit, I would leave it."
 WRONG_EDIT = '''Divide once: multiply by the reciprocal of the column count.
