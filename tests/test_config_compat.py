@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from evo.app import run_inputs
 from evo.app.ablation import AblationState, RunEntry, RunStatus
 from evo.app.ablation_config import load_ablation
 from evo.app.run_store import RunStore, RunStoreError
@@ -93,3 +94,25 @@ def test_an_ablation_run_made_from_another_checkout_is_the_same_run_and_another_
     ab_other = load_ablation(write(here, other, **out))
     with pytest.raises(ConfigError, match="the config of a-s0 changed since"):
         AblationState.load(ab_other.directory(), ab_other)
+
+
+def test_an_ablation_whose_replay_record_changed_under_its_runs_is_refused(tmp_path):
+    """A resumed run replays the record copy it kept, so a new record would mix two sets of answers in
+    one variant: the ablation says which record changed. A run with no kept copy is not judged."""
+    variants = {"a": {"mutators": [{"kind": "llm", "mode": "replay", "model": "m", "record_path": "rec.jsonl"}]}}
+    ab = load_ablation(write(tmp_path, variants))
+    record = tmp_path / "rec.jsonl"
+    record.write_text('{"reply": "one answer"}\n')
+    state = AblationState.load(ab.directory(), ab)
+    spec = next(s for s in ab.runs() if s.key == "a-s0")
+    _finished_run(tmp_path, state, "a-s0", spec.config.model_dump(mode="json"), spec.config_hash(),
+                  config_dir=tmp_path)
+    state.save()
+    assert AblationState.load(ab.directory(), ab).runs["a-s0"].status is RunStatus.FINISHED  # nothing kept yet
+    kept = run_inputs.record_copy(Path(state.runs["a-s0"].run_dir), 0, str(record))
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(record.read_bytes())
+    assert AblationState.load(ab.directory(), ab).runs["a-s0"].status is RunStatus.FINISHED  # the same answers
+    record.write_text('{"reply": "another answer"}\n')
+    with pytest.raises(ConfigError, match=r"the replay record of a-s0 \(.*rec\.jsonl\) is not the one"):
+        AblationState.load(ab.directory(), ab)

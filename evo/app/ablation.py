@@ -27,12 +27,14 @@ from typing import IO, Any
 
 import yaml
 
+from evo.app import run_inputs
 from evo.app.ablation_config import Ablation, RunSpec, config_hash
 from evo.app.campaign_setup import CampaignHooks, prepare, prepare_config
 from evo.app.progress import IslandRow, Totals
 from evo.app.run_store import RunStore
 from evo.contracts.config_file import ConfigError, parse_config
 from evo.contracts.history import write_atomic
+from evo.contracts.mutator_config import LLMConfig
 
 STATE_FILE = "ablation.json"
 
@@ -77,12 +79,17 @@ class AblationState:
         if path.is_file():
             data = json.loads(path.read_text())
             state.runs = {k: RunEntry.from_dict(v) for k, v in data.get("runs", {}).items()}
-        changed = [spec.key for spec in ablation.runs()
-                   if spec.key in state.runs and state.runs[spec.key].status is not RunStatus.PENDING
-                   and not _same_config(state.runs[spec.key], spec)]
+        made = [(spec, state.runs[spec.key]) for spec in ablation.runs()
+                if spec.key in state.runs and state.runs[spec.key].status is not RunStatus.PENDING]
+        changed = [spec.key for spec, entry in made if not _same_config(entry, spec)]
         if changed:
             raise ConfigError(f"{ablation.source}: the config of {', '.join(changed)} changed since those runs were "
                               f"made in {directory}; give the ablation another name or --output")
+        replayed = [f"{spec.key} ({record})" for spec, entry in made for record in _changed_records(entry, spec)]
+        if replayed:
+            raise ConfigError(f"{ablation.source}: the replay record of {', '.join(replayed)} is not the one those "
+                              f"runs replayed (kept in their inputs/llm/) in {directory}; its answers changed, so "
+                              "give the ablation another name or --output")
         for spec in ablation.runs():
             entry = state.runs.get(spec.key)
             if entry is None or entry.status is RunStatus.PENDING:
@@ -114,6 +121,20 @@ def _same_config(entry: RunEntry, spec: RunSpec) -> bool:
         return False
     entry.config_hash = spec.config_hash()
     return True
+
+
+def _changed_records(entry: RunEntry, spec: RunSpec) -> list[str]:
+    """The replay records of `spec` whose bytes differ from the copy the run kept at its start (a
+    resumed run replays its copy, so a changed record would mix two sets of answers in one variant)."""
+    if not entry.run_dir:
+        return []
+    out = []
+    for i, m in enumerate(spec.config.mutators):
+        if isinstance(m, LLMConfig) and m.mode == "replay" and m.record_path:
+            kept, now = run_inputs.record_copy(Path(entry.run_dir), i, m.record_path), Path(m.record_path)
+            if kept.is_file() and now.is_file() and kept.read_bytes() != now.read_bytes():
+                out.append(m.record_path)
+    return out
 
 
 def _config_dir(run_dir: Path) -> Path | None:

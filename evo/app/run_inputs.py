@@ -29,7 +29,8 @@ def task_root(run_dir: Path) -> Path:
     return run_dir / INPUTS
 
 
-def _record_copy(run_dir: Path, index: int, source: str) -> Path:
+def record_copy(run_dir: Path, index: int, source: str) -> Path:
+    """Where a run keeps the replay record of its mutator `index` (read from `source` at its start)."""
     return run_dir / INPUTS / "llm" / f"{index}-{Path(source).name}"
 
 
@@ -45,7 +46,7 @@ def keep(run_dir: Path, files: TaskFiles, cfg: Config, given_text: str | None) -
             source = Path(m.record_path).expanduser()
             if not source.is_file():
                 raise ConfigError(f"mutators.{i} (kind llm): replay record file not found: {source}")
-            target = _record_copy(run_dir, i, m.record_path)
+            target = record_copy(run_dir, i, m.record_path)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
 
@@ -74,7 +75,7 @@ def mutators(cfg: Config, run_dir: Path) -> tuple[AnyMutatorConfig, ...]:
     out: list[AnyMutatorConfig] = []
     for i, m in enumerate(cfg.mutators):
         if isinstance(m, LLMConfig) and m.mode == "replay" and m.record_path:
-            copy = _record_copy(run_dir, i, m.record_path)
+            copy = record_copy(run_dir, i, m.record_path)
             if copy.is_file():
                 m = m.model_copy(update={"record_path": str(copy)})
         out.append(m)
