@@ -140,7 +140,7 @@ def _changed_records(entry: RunEntry, spec: RunSpec) -> list[str]:
 def _config_dir(run_dir: Path) -> Path | None:
     """The folder a run's config paths were resolved from, as its run.json records it."""
     try:
-        return Path(json.loads((run_dir / "run.json").read_text())["config_dir"])
+        return RunStore(run_dir).config_dir()
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
