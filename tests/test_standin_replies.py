@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from bench.record_standin_llm import RECORDS, Responder, model_name
 from bench.standin_replies import REPLIES_BY_TASK
+from bench.standin_replies import attention as at
 from bench.standin_replies import layernorm as ln
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode
@@ -21,45 +23,66 @@ from fitness.evaluate import Evaluator
 from mutators.llm_parse import ReplyError, apply_reply
 from mutators.llm_prompt import current_kernel
 
-# what the real checker says of each layer norm answer applied to the seed, and the words that say why
-LAYERNORM_OUTCOMES = {
-    "ROW_IN_REGISTERS": (Status.OK, ""),
-    "FUSED_STATISTICS": (Status.OK, ""),
-    "RSQRT": (Status.OK, ""),
-    "BIGGER_BLOCKS": (Status.OK, ""),
-    "ONE_PASS_VARIANCE": (Status.WRONG_OUTPUT, "(offset)"),  # the rows that exist to catch it
-    "BY_BLOCK": (Status.WRONG_OUTPUT, "outside tolerance"),
-    "UNMASKED": (Status.UNSAFE, "stores to y_ptr"),
+# what the real checker says of each answer applied to the task's seed, and the words that say why
+OUTCOMES = {
+    "layernorm": {
+        "ROW_IN_REGISTERS": (Status.OK, ""),
+        "FUSED_STATISTICS": (Status.OK, ""),
+        "RSQRT": (Status.OK, ""),
+        "BIGGER_BLOCKS": (Status.OK, ""),
+        "ONE_PASS_VARIANCE": (Status.WRONG_OUTPUT, "(offset)"),  # the rows that exist to catch it
+        "BY_BLOCK": (Status.WRONG_OUTPUT, "outside tolerance"),
+        "UNMASKED": (Status.UNSAFE, "stores to y_ptr"),
+    },
+    # the structural answers (no scores buffer) pass, and each mistake of an online softmax is caught
+    # where it shows (the max growing along a row; the wide rows that overflow exp)
+    "attention": {
+        "ONLINE_SOFTMAX": (Status.OK, ""),
+        "TWO_PASS": (Status.OK, ""),
+        "INTERIOR_UNMASKED": (Status.OK, ""),
+        "BIGGER_TILES": (Status.OK, ""),
+        "NO_RESCALE": (Status.WRONG_OUTPUT, "outside tolerance"),
+        "NO_MAX": (Status.WRONG_OUTPUT, "(wide)"),
+        "UNMASKED": (Status.UNSAFE, "stores to address"),
+    },
 }
-LAYERNORM_UNUSABLE = {"NO_CODE": "neither", "WRONG_EDIT": "does not match"}
+UNUSABLE = {"NO_CODE": "neither", "WRONG_EDIT": "does not match"}
+MODULES = {"layernorm": ln, "attention": at}
+DTYPES = {"layernorm": "float32", "attention": "float16"}
+CASES = [(task, name) for task, outcomes in OUTCOMES.items() for name in sorted(outcomes)]
 
 
 @pytest.fixture(scope="module")
-def evaluator() -> Iterator[Evaluator]:
-    task = NativeTask(TASK_LIBRARY / "layernorm", dtype="float32")
-    with Evaluator(task, EvaluationConfig(timeout_s=120, latency=LatencyMode.OFF), device="cpu") as ev:
-        yield ev
+def evaluators() -> Iterator[dict[str, Evaluator]]:
+    config = EvaluationConfig(timeout_s=120, latency=LatencyMode.OFF)
+    with ExitStack() as stack:
+        yield {task: stack.enter_context(Evaluator(NativeTask(TASK_LIBRARY / task, dtype=dtype), config, device="cpu"))
+               for task, dtype in DTYPES.items()}
 
 
-def test_every_layernorm_answer_has_an_expected_outcome():
-    named = {name for name in (*LAYERNORM_OUTCOMES, *LAYERNORM_UNUSABLE)}
-    assert {getattr(ln, name) for name in named} == {text for _, text in ln.REPLIES}
+@pytest.mark.parametrize("task", sorted(OUTCOMES))
+def test_every_answer_has_an_expected_outcome(task):
+    module = MODULES[task]
+    assert {getattr(module, name) for name in (*OUTCOMES[task], *UNUSABLE)} == {text for _, text in module.REPLIES}
 
 
-@pytest.mark.parametrize("name", sorted(LAYERNORM_OUTCOMES))
-def test_a_layernorm_answer_applied_to_the_seed_meets_the_checker_as_written(evaluator, name):
-    status, why = LAYERNORM_OUTCOMES[name]
-    source, _ = apply_reply(evaluator.task.seed_source or "", getattr(ln, name))
+@pytest.mark.parametrize(("task", "name"), CASES)
+def test_an_answer_applied_to_the_seed_meets_the_checker_as_written(evaluators, task, name):
+    status, why = OUTCOMES[task][name]
+    evaluator = evaluators[task]
+    source, _ = apply_reply(evaluator.task.seed_source or "", getattr(MODULES[task], name))
     result = evaluator.evaluate(Candidate.from_source(source))
     assert result.status is status, result.reason
     assert why in result.reason
+    if task == "attention" and status is Status.OK and name != "BIGGER_TILES":
+        assert "scores" not in source.split("def launch")[1]  # the structural answers drop the scores buffer
 
 
-@pytest.mark.parametrize("name", sorted(LAYERNORM_UNUSABLE))
-def test_a_layernorm_answer_without_a_usable_kernel_is_refused_with_its_reason(name):
-    seed = NativeTask(TASK_LIBRARY / "layernorm").seed_source or ""
-    with pytest.raises(ReplyError, match=LAYERNORM_UNUSABLE[name]):
-        apply_reply(seed, getattr(ln, name))
+@pytest.mark.parametrize(("task", "name"), [(t, n) for t in sorted(OUTCOMES) for n in sorted(UNUSABLE)])
+def test_an_answer_without_a_usable_kernel_is_refused_with_its_reason(task, name):
+    seed = NativeTask(TASK_LIBRARY / task).seed_source or ""
+    with pytest.raises(ReplyError, match=UNUSABLE[name]):
+        apply_reply(seed, getattr(MODULES[task], name))
 
 
 def test_the_responder_answers_from_its_task_deterministically_by_kernel_and_visit():
