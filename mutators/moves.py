@@ -1,7 +1,9 @@
 """The STOKE move set: a list of frozen move values, looked up by name.
 
-Structural moves (`mutators.moves_structure`) change what the sweep of SPACE cannot: a loop
-specialized away when one block covers it, a value computed twice computed once.
+Structural moves change what the sweep of SPACE cannot: a loop
+specialized away when one block covers it, a value computed twice computed once
+(`mutators.moves_structure`); a summing loop spread over a new grid axis, its partial sums added
+atomically (`mutators.moves_split`).
 Weights are the default proposal probabilities (relative): meta-parameter moves are the cheapest
 way to a faster correct kernel, so they are drawn more often than a random statement deletion.
 """
@@ -20,6 +22,7 @@ from mutators.moves_code import (
     SwapStatements,
 )
 from mutators.moves_hints import HINTS, AddHint, CacheHint, DtypeChange, LoopKind, MaskChange, RemoveHint
+from mutators.moves_split import SplitReduction
 from mutators.moves_structure import ReuseValue, SingleBlock
 
 __all__ = ["DEFAULT_WEIGHTS", "MOVES", "Applied", "Move", "move_named"]
@@ -41,12 +44,13 @@ MOVES: tuple[Move, ...] = (
     DtypeChange(),
     SingleBlock(),
     ReuseValue(),
+    SplitReduction(),
 )
 MOVE_NAMES: tuple[str, ...] = tuple(m.name for m in MOVES)
 # a structural move has few sites and each is a large step, so it is drawn a little more often than a
 # statement edit; where it finds no site the chain just draws again
 DEFAULT_WEIGHTS: dict[str, float] = {name: 1.0 for name in MOVE_NAMES} | {
-    "param x2": 4.0, "param /2": 4.0, "single block": 2.0}
+    "param x2": 4.0, "param /2": 4.0, "single block": 2.0, "split reduction": 2.0}
 
 
 def move_named(name: str) -> Move:

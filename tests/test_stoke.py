@@ -27,6 +27,7 @@ from tests.fakes.standin import fake_evaluate
 ROOT = Path(__file__).resolve().parent.parent
 SOFTMAX = Candidate.from_file(ROOT / "tasks" / "softmax" / "seed.py")
 MATMUL = Candidate.from_file(ROOT / "tasks" / "matmul" / "seed.py")
+REDUCTION = Candidate.from_file(ROOT / "tasks" / "reduction" / "seed.py")  # the "split reduction" site
 HINTED = Candidate.from_source("""import triton
 import triton.language as tl
 
@@ -61,7 +62,7 @@ def test_every_move_kind_is_listed_once_with_a_default_weight():
 @pytest.mark.parametrize("move", MOVES, ids=MOVE_NAMES)
 def test_moves_change_a_copy_and_never_the_parent(move):
     applied_any = False
-    for parent in (SOFTMAX, MATMUL, HINTED, REREAD):
+    for parent in (SOFTMAX, MATMUL, HINTED, REREAD, REDUCTION):
         before = (parent.source, dict(parent.params), parent.id)
         rng = random.Random(5)
         for _ in range(10):
