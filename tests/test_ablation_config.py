@@ -102,10 +102,10 @@ def test_the_shipped_ablation_compares_every_mutator_subset_with_the_llm_replaye
     preflight(ab)  # every variant's task and mutators build, with no key and no network
 
 
-@pytest.mark.parametrize("task", ["softmax", "layernorm", "matmul", "attention"])
+@pytest.mark.parametrize("task", ["softmax", "layernorm", "matmul", "attention", "reduction"])
 def test_the_shipped_search_ablations_set_their_task_in_every_variant(task):
     ab = load_ablation(ROOT / "configs" / "ablation_search" / f"{task}.yaml")
-    standin = task in ("softmax", "layernorm")
+    standin = task in ("softmax", "layernorm", "attention")
     names = ["evolution", "random-search"] + (["evolution-llm-standin"] if standin else [])
     assert {name: cfg.task.name for name, cfg in ab.variants.items()} == dict.fromkeys(names, task)
     if standin:  # the stand-in LLM's answers for this task replayed, beside the same STOKE and Optuna
