@@ -108,6 +108,25 @@ def test_a_grid_that_fills_the_sms_is_modelled_faster_than_a_handful_of_programs
     assert few.detail["launches"][0]["bound"] == "latency"
 
 
+def test_tensors_launch_fills_with_torch_are_charged_as_memset_launches(model: Model):
+    # on a GPU each zero_ / zeros / fill_ in launch is a kernel of its own, timed with the rest; the model
+    # charged nothing for them, so a kernel could zero any scratch (or split work behind a memset) for free
+    m = model("vector_add")
+    plain = seed("vector_add", BLOCK=1024, num_warps=4)
+    source = plain.source.replace("    n = x.numel()\n", "    n = x.numel()\n    out.zero_()\n"
+                                  "    scratch = x.new_zeros(1 << 24)\n    scratch.fill_(1.0)\n")
+    filled = Candidate(source, dict(plain.params))
+    a, b = m.measure(plain), m.measure(filled)
+    assert a.latency_ms is not None and b.latency_ms is not None, b.reason
+    assert "host_fills" not in a.detail
+    n = BENCH["vector_add"]["n"]
+    assert b.detail["host_fills"]["count"] == 3
+    assert b.detail["host_fills"]["bytes"] == 4 * n + 2 * 4 * (1 << 24)
+    gpu = m.gpu
+    charged = 3 * gpu.launch_overhead_s + b.detail["host_fills"]["bytes"] / gpu.dram_achievable
+    assert b.latency_ms == pytest.approx(a.latency_ms + charged * 1e3, rel=1e-6)
+
+
 def test_a_spilling_config_is_modelled_slower_than_a_non_spilling_one(model: Model):
     m = model("layernorm")
     clean = m.measure(Candidate.from_file(CANDIDATES / "latency/layernorm_row.py"))

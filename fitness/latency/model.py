@@ -16,7 +16,8 @@ One model run of a candidate, at one of the task's bench sizes (`index`, the fir
    reported for a size at which the outputs were not compared;
 3. a compile worker (no interpreter, no GPU) compiles exactly the specializations that ran; a kernel
    that does not compile is a ``compile_error``, one that does not fit the target too;
-4. the roofline estimate; a time below the task's speed-of-light bound is ``unsafe``, as on CUDA.
+4. the roofline estimate, plus one memset launch per tensor `launch` zeroes or fills with torch
+   (`fitness.latency.roofline.fill_seconds`); a time below the task's speed-of-light bound is ``unsafe``, as on CUDA.
 
 The detail lists the sampling seed (to reproduce the verdict), what was compared, and what the model
 does not represent (cache modifiers...). The speedup over the seed is the seed's modelled latency
@@ -41,7 +42,7 @@ from fitness.check.compare import compare
 from fitness.check.equivalence import bench_check
 from fitness.latency.counts import KernelResources, LaunchCounts
 from fitness.latency.result import BenchCheck, LatencyResult, sol_ms, speed_of_light_violation
-from fitness.latency.roofline import DoesNotFit, estimate
+from fitness.latency.roofline import DoesNotFit, estimate, fill_seconds
 from fitness.sandbox.process import Worker, WorkerDied, WorkerTimeout
 
 _KINDS = {"unsafe": Status.UNSAFE, "crash": Status.CRASH, "lint_error": Status.LINT_ERROR,
@@ -227,7 +228,8 @@ class ModelLatency:
 
     def _result(self, est: Any, launches: list[LaunchCounts], reply: dict[str, Any], verification: dict[str, Any],
                 seed: int, started: float) -> LatencyResult:
-        latency_ms = est.seconds * 1e3
+        fills = [int(b) for b in reply.get("fills", [])]
+        latency_ms = (est.seconds + fill_seconds(fills, self.gpu)) * 1e3
         sol = sol_ms(self.task, self.size, self.gpu)
         detail: dict[str, Any] = {
             "gpu": self.gpu.name, "size": self.size, "model_s": round(time.monotonic() - started, 3),
@@ -239,6 +241,9 @@ class ModelLatency:
         notes = []
         if len(launches) > _MAX_LAUNCHES_IN_DETAIL:
             notes.append(f"{len(launches)} distinct launches; the first {_MAX_LAUNCHES_IN_DETAIL} are shown")
+        if fills:
+            detail["host_fills"] = {"count": len(fills), "bytes": sum(fills),
+                                    "ms": round(fill_seconds(fills, self.gpu) * 1e3, 6)}
         if reply.get("notes"):
             detail["data_dependent"] = list(reply["notes"])
         if reply.get("unmodelled"):

@@ -117,7 +117,7 @@ class LatencyOps:
                 "notes": sorted(profile.notes), "unmodelled": sorted(profile.unmodelled),
                 "verified": [list(v) for v in profile.verified], "written": profile.written,
                 "coverage": profile.coverage, "programs_run": profile.programs_run,
-                "full_run_s": profile.full_run_s,
+                "full_run_s": profile.full_run_s, "fills": guard.filled_bytes,
                 "seconds": time.perf_counter() - start}
 
 

@@ -38,6 +38,10 @@ bandwidth B_l2; latencies lat_dram and lat_l2). With W warps per program and P p
     launch  = (sum of t_i^3 over the terms)^(1/3) + launch overhead     (a soft maximum: terms
               overlap imperfectly near balance, and a gradient survives for the search)
     latency = sum over launches of launch * repeats
+              + sum over host fills of (launch overhead + bytes / achievable DRAM bandwidth)
+
+A host fill is a tensor that `launch` zeroes or fills with torch (``out.zero_()``, ``torch.zeros``,
+``fill_``...): on a GPU each one is a memset kernel of its own, timed with the rest of ``launch``.
 
 Resources come from compiling the exact specializations that ran (`fitness.latency.target_compile`);
 none is ever assumed. The model ranks kernels; its absolute figures are approximate, and every
@@ -196,6 +200,11 @@ def estimate(launches: list[LaunchCounts], resources: list[KernelResources], gpu
     """The latency of one call of ``launch``: every launch it makes, in order."""
     ests = tuple(estimate_launch(c, r, gpu) for c, r in zip(launches, resources))
     return ModelEstimate(sum(e.seconds * e.repeats for e in ests), ests)
+
+
+def fill_seconds(fills: list[int], gpu: GpuProfile) -> float:
+    """What the host fills of one call of ``launch`` (bytes written by each) cost: one memset launch each."""
+    return sum(gpu.launch_overhead_s + b / gpu.dram_achievable for b in fills)
 
 
 def speed_of_light(flops: float | None, bytes_moved: float | None, gpu: GpuProfile, dtype: str, *,

@@ -81,6 +81,7 @@ class CandidateGuard(TorchFunctionMode):
         self.filename = filename
         self.triton_dir = _triton_dir()
         self.initialized: set[int] = set()  # storages the candidate allocated with contents (zeros, full...)
+        self.filled_bytes: list[int] = []  # bytes each such allocation or fill (zero_, fill_) wrote: a memset each
 
     def _caller_is_candidate(self) -> bool:
         frame = sys._getframe(2)
@@ -112,5 +113,6 @@ class CandidateGuard(TorchFunctionMode):
                     raise ForbiddenOperation(f"torch '{name}' copied the data instead of viewing it")
             if name in ALLOCATIONS and isinstance(result, torch.Tensor) and name not in UNINITIALIZED:
                 self.initialized.add(int(result.untyped_storage().data_ptr()))
+                self.filled_bytes.append(int(result.numel()) * int(result.element_size()))
             return result
         return func(*args, **kwargs)
