@@ -27,6 +27,7 @@ It applies only where that is sure to keep the meaning, and returns None elsewhe
 from __future__ import annotations
 
 import ast
+import copy
 import random
 from dataclasses import dataclass
 from typing import ClassVar
@@ -200,8 +201,7 @@ def _site(tree: ast.Module, fn: ast.FunctionDef, index: int, k: Kernels) -> _Sit
     plain = isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
     if not (isinstance(it, ast.Call) and 1 <= len(it.args) <= 3 and (plain or tl_function(it, k) == "range")):
         return None
-    if any(isinstance(n, (ast.Break, ast.Continue, ast.Return))
-                                                   for n in ast.walk(loop)):
+    if any(isinstance(n, (ast.Break, ast.Continue, ast.Return)) for n in ast.walk(loop)):
         return None
     found = _launch_call(tree, fn)
     axes = _program_axes(k)
@@ -288,10 +288,10 @@ def _site(tree: ast.Module, fn: ast.FunctionDef, index: int, k: Kernels) -> _Sit
     return _Site(fn, loop, stores, call, grid, axis, zero, launch, statement)
 
 
-def _free_name(tree: ast.Module, params: dict[str, object]) -> str:
+def _free_name(tree: ast.Module, params: dict[str, object]) -> str | None:
     taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
         a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments) for a in [*n.args, *n.kwonlyargs]} | set(params)
-    return next(n for n in ("SPLIT", "SPLIT_K", "N_SPLIT", "SPLIT_PROGRAMS") if n not in taken)
+    return next((n for n in ("SPLIT", "SPLIT_K", "N_SPLIT", "SPLIT_PROGRAMS") if n not in taken), None)
 
 
 def _add_to_dict(tree: ast.Module, module_name: str, key: str, value: ast.expr) -> None:
@@ -325,6 +325,8 @@ class SplitReduction(Move):
         site = pick(rng, sites)
         tl = sorted(k.tl_names)[0]
         split = _free_name(tree, dict(candidate.params))
+        if split is None:
+            return None
         first = pick(rng, _FIRST)
         # the loop: this program's share of the iterations
         it = site.loop.iter
@@ -334,12 +336,14 @@ class SplitReduction(Move):
         pid = tl_call("program_id", [ast.Constant(site.axis)], tl=tl)
         share = ast.BinOp(pid, ast.Mult(), s)
         it.args = [share if isinstance(a, ast.Constant) and a.value == 0 else ast.BinOp(a, ast.Add(), share), b,
-                   ast.BinOp(s, ast.Mult(), _name(split))]
+                   ast.BinOp(copy.deepcopy(s), ast.Mult(), _name(split))]
         for store in site.stores:  # partial results added, not stored
             store.func = ast.Attribute(value=_name(tl), attr="atomic_add", ctx=ast.Load())
             store.keywords = [kw for kw in store.keywords if kw.arg == "mask"]
         site.fn.args.args.append(ast.arg(arg=split, annotation=ast.Attribute(value=_name(tl), attr="constexpr",
                                                                              ctx=ast.Load())))
+        if site.fn.args.defaults:  # after parameters with defaults, the new one needs one too
+            site.fn.args.defaults.append(ast.Constant(first))
         # launch: the new axis, the new parameter, the outputs zeroed before the launch
         site.grid.elts.append(_name(split))
         site.call.keywords.append(ast.keyword(arg=split, value=_name(split)))

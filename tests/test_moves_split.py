@@ -159,6 +159,15 @@ def test_the_split_reduction_seed_is_right_and_faster_in_the_model():
     assert after.latency_detail["host_fills"]["count"] == 1  # out.zero_() is charged as a memset launch
 
 
+def test_a_kernel_with_defaulted_parameters_stays_valid_python():
+    source = ROW_SUM.replace("def _row_sum(x_ptr, out_ptr, n_cols, stride, BLOCK: tl.constexpr):",
+                             "def _row_sum(x_ptr, out_ptr, n_cols, stride, BLOCK: tl.constexpr = 32):")
+    split = _split(source)
+    assert split is not None
+    compile(split.source, "split", "exec")
+    assert "BLOCK: tl.constexpr=32, SPLIT: tl.constexpr=" in split.source.replace(" = ", "=")
+
+
 def test_the_detail_names_the_loop_the_axis_and_the_zeroed_output():
     applied = MOVE.apply(Candidate.from_source(ROW_SUM), random.Random(0))
     assert applied is not None
