@@ -57,26 +57,37 @@ class AstMove(Move):
     """A move that edits the source; `edit` returns a detail string, or None for no site."""
 
     def apply(self, candidate: Candidate, rng: random.Random) -> Applied | None:
-        try:
-            tree = ast.parse(candidate.source)
-        except SyntaxError:
-            return None
-        kernels = Kernels(tree, jit_functions(tree), language_aliases(tree))
-        if not kernels.functions:
+        kernels = parse_kernels(candidate.source)
+        if kernels is None:
             return None
         detail = self.edit(kernels, rng)
         if detail is None:
             return None
-        ast.fix_missing_locations(tree)
-        try:
-            source = ast.unparse(tree) + "\n"
-        except (ValueError, TypeError, AttributeError):
-            return None
-        return Applied(Candidate(source, dict(candidate.params)), detail)
+        source = unparse(kernels.tree)
+        return None if source is None else Applied(Candidate(source, dict(candidate.params)), detail)
 
     @abstractmethod
     def edit(self, k: Kernels, rng: random.Random) -> str | None:
         """Change `k.tree` in place at one randomly chosen site."""
+
+
+def parse_kernels(source: str) -> Kernels | None:
+    """A fresh parse of `source` with its jit functions; None when it does not parse or has none."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    kernels = Kernels(tree, jit_functions(tree), language_aliases(tree))
+    return kernels if kernels.functions else None
+
+
+def unparse(tree: ast.Module) -> str | None:
+    """The edited module's source, or None when the edit left a tree that cannot be written back."""
+    ast.fix_missing_locations(tree)
+    try:
+        return ast.unparse(tree) + "\n"
+    except (ValueError, TypeError, AttributeError):
+        return None
 
 
 def jit_functions(tree: ast.Module) -> list[ast.FunctionDef]:

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from evo.contracts.candidate import Candidate
-from mutators.ast_edit import Applied, Kernels, Move, jit_functions, language_aliases, pick, tl_call, tl_function
+from mutators.ast_edit import Applied, Kernels, Move, parse_kernels, pick, tl_call, tl_function, unparse
+from mutators.value_numbering import stored_names
 
 SPLIT_VALUES = [4, 16, 64, 256, 1024]
 _FIRST = (16, 64, 256)
@@ -46,10 +47,6 @@ _METADATA = {"shape", "stride", "size", "numel", "dim", "ndim", "dtype", "device
 
 def _loads(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _stores(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def _has_side_effects(node: ast.AST, k: Kernels) -> bool:
@@ -183,7 +180,7 @@ def _launch_call(tree: ast.Module, fn: ast.FunctionDef) -> tuple[ast.FunctionDef
     assert isinstance(call.func, ast.Subscript)
     grid = call.func.slice
     if isinstance(grid, ast.Name):  # grid = (...) assigned once in launch
-        sets = [s for s in ast.walk(launch) if grid.id in _stores(s) and isinstance(s, (ast.Assign, ast.AugAssign,
+        sets = [s for s in ast.walk(launch) if grid.id in stored_names(s) and isinstance(s, (ast.Assign, ast.AugAssign,
                                                                                         ast.For, ast.AnnAssign))]
         if len(sets) != 1 or not isinstance(sets[0], ast.Assign) or len(sets[0].targets) != 1:
             return None
@@ -219,12 +216,12 @@ def _site(tree: ast.Module, fn: ast.FunctionDef, index: int, k: Kernels) -> _Sit
     if any(_has_side_effects(s, k) for s in pre) or _has_side_effects(loop, k):
         return None
     args = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
-    inside = _stores(loop)
-    carried = inside & (set(args) | set().union(*(_stores(s) for s in pre)))
+    inside = stored_names(loop)
+    carried = inside & (set(args) | set().union(*(stored_names(s) for s in pre)))
     if not carried or carried & set(args) or not _accumulators(loop, carried):
         return None
     for name in carried:  # set once before the loop, to zero
-        sets = [s for s in pre if name in _stores(s)]
+        sets = [s for s in pre if name in stored_names(s)]
         if len(sets) != 1 or not (isinstance(sets[0], ast.Assign) and len(sets[0].targets) == 1
                                   and _is_zero(sets[0].value, k)):
             return None
@@ -313,11 +310,10 @@ class SplitReduction(Move):
     label: ClassVar[str] = "split reduction"
 
     def apply(self, candidate: Candidate, rng: random.Random) -> Applied | None:
-        try:
-            tree = ast.parse(candidate.source)
-        except SyntaxError:
+        k = parse_kernels(candidate.source)
+        if k is None:
             return None
-        k = Kernels(tree, jit_functions(tree), language_aliases(tree))
+        tree = k.tree
         found = [_site(tree, fn, i, k) for fn in k.functions for i in range(len(fn.body))]
         sites = [x for x in found if x is not None]
         if not sites:
@@ -354,10 +350,8 @@ class SplitReduction(Move):
         site.launch.body[site.statement:site.statement] = zeroes
         _add_to_dict(tree, "PARAMS", split, ast.Constant(first))
         _add_to_dict(tree, "SPACE", split, ast.List([ast.Constant(v) for v in SPLIT_VALUES], ast.Load()))
-        ast.fix_missing_locations(tree)
-        try:
-            source = ast.unparse(tree) + "\n"
-        except (ValueError, TypeError, AttributeError):
+        source = unparse(tree)
+        if source is None:
             return None
         detail = (f"'{ast.unparse(site.loop.iter)[:60]}' of {site.fn.name} over {split}={first} programs on axis "
                   f"{site.axis}, {len(site.stores)} store(s) now atomic adds into {', '.join(site.zero)} (zeroed)")

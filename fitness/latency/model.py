@@ -17,7 +17,8 @@ One model run of a candidate, at one of the task's bench sizes (`index`, the fir
 3. a compile worker (no interpreter, no GPU) compiles exactly the specializations that ran; a kernel
    that does not compile is a ``compile_error``, one that does not fit the target too;
 4. the roofline estimate, plus one memset launch per tensor `launch` zeroes or fills with torch
-   (`fitness.latency.roofline.fill_seconds`); a time below the task's speed-of-light bound is ``unsafe``, as on CUDA.
+   (`fitness.latency.roofline.fill_seconds`); a time below the task's speed-of-light bound is
+   ``unsafe``, as on CUDA.
 
 The detail lists the sampling seed (to reproduce the verdict), what was compared, and what the model
 does not represent (cache modifiers...). The speedup over the seed is the seed's modelled latency
@@ -229,7 +230,8 @@ class ModelLatency:
     def _result(self, est: Any, launches: list[LaunchCounts], reply: dict[str, Any], verification: dict[str, Any],
                 seed: int, started: float) -> LatencyResult:
         fills = [int(b) for b in reply.get("fills", [])]
-        latency_ms = (est.seconds + fill_seconds(fills, self.gpu)) * 1e3
+        fill_s = fill_seconds(fills, self.gpu)
+        latency_ms = (est.seconds + fill_s) * 1e3
         sol = sol_ms(self.task, self.size, self.gpu)
         detail: dict[str, Any] = {
             "gpu": self.gpu.name, "size": self.size, "model_s": round(time.monotonic() - started, 3),
@@ -243,7 +245,7 @@ class ModelLatency:
             notes.append(f"{len(launches)} distinct launches; the first {_MAX_LAUNCHES_IN_DETAIL} are shown")
         if fills:
             detail["host_fills"] = {"count": len(fills), "bytes": sum(fills),
-                                    "ms": round(fill_seconds(fills, self.gpu) * 1e3, 6)}
+                                    "ms": round(fill_s * 1e3, 6)}
         if reply.get("notes"):
             detail["data_dependent"] = list(reply["notes"])
         if reply.get("unmodelled"):
