@@ -1,21 +1,21 @@
 """Make the LLM records that the ablations replay: hand-written STAND-IN answers,
 not a language model's.
 
-    PYTHONPATH=. python bench/record_standin_llm.py [--task softmax|layernorm|attention] [--workload NAME]
+    PYTHONPATH=. python bench/record_standin_llm.py [--task softmax|layernorm|attention|mla_decode] [--workload NAME]
         [--seeds 0] [--out RECORD.jsonl]
 
 It starts the fake OpenAI-compatible server of the tests (`tests/fakes/openai_server.py`) on 127.0.0.1
 and runs the base campaign of the ablation with only the LLM mutator, in record mode, against it, once
 per seed (at the task's `--workload` when given: attention's ablation runs at `bert-base`, where one
-modelled evaluation takes seconds instead of minutes); every exchange (the real prompt the mutator
-built, the answer) is appended to the record (by default `configs/llm_records/TASK_standin.jsonl`, under
-the model name `standin-TASK`). The server answers each prompt with one of the task's replies in
-`bench/standin_replies/`, chosen by a hash of the kernel the prompt shows: whole modules and
-SEARCH/REPLACE edits, good and bad, the mix of outcomes a model gives (a faster kernel, a subtle
-numerical bug, an unmasked store, an edit that does not apply, a reply with no code). Token counts are
-estimated as characters / 4 and priced like gpt-4o-mini ($0.15 / $0.60 per million tokens); answers
-arrive at once, so replays cost no LLM wall time. To compare mutators with a real model, record with
-`mode: record` against its endpoint instead (see the README).
+modelled evaluation takes seconds instead of minutes, MLA decode's at `small-batch`); every exchange
+(the real prompt the mutator built, the answer) is appended to the record (by default
+`configs/llm_records/TASK_standin.jsonl`, under the model name `standin-TASK`). The server answers each
+prompt with one of the task's replies in `bench/standin_replies/`, chosen by a hash of the kernel the
+prompt shows: whole modules and SEARCH/REPLACE edits, good and bad, the mix of outcomes a model gives (a
+faster kernel, a subtle numerical bug, an unmasked store, an edit that does not apply, a reply with no
+code). Token counts are estimated as characters / 4 and priced like gpt-4o-mini ($0.15 / $0.60 per
+million tokens); answers arrive at once, so replays cost no LLM wall time. To compare mutators with a
+real model, record with `mode: record` against its endpoint instead (see the README).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from evo.app.ablation import preflight
 from evo.app.ablation_config import deep_merge, load_ablation
 from evo.app.cli import main
 from evo.contracts.config_file import ConfigError
+from evo.contracts.native_task import TASK_LIBRARY
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "configs" / "ablation_mutators.yaml"
@@ -102,10 +103,18 @@ def test_the_shipped_ablation_compares_every_mutator_subset_with_the_llm_replaye
     preflight(ab)  # every variant's task and mutators build, with no key and no network
 
 
-@pytest.mark.parametrize("task", ["softmax", "layernorm", "matmul", "attention", "reduction"])
+SEARCH_ABLATIONS = sorted(p.stem for p in (ROOT / "configs" / "ablation_search").glob("*.yaml") if p.stem != "base")
+
+
+def test_there_is_a_search_ablation_for_each_library_task_but_causal_attention():
+    assert set(SEARCH_ABLATIONS) == {p.name for p in TASK_LIBRARY.iterdir() if (p / "task.py").is_file()} - {
+        "attention_causal"}
+
+
+@pytest.mark.parametrize("task", SEARCH_ABLATIONS)
 def test_the_shipped_search_ablations_set_their_task_in_every_variant(task):
     ab = load_ablation(ROOT / "configs" / "ablation_search" / f"{task}.yaml")
-    standin = task in ("softmax", "layernorm", "attention")
+    standin = task in ("softmax", "layernorm", "attention", "mla_decode")
     names = ["evolution", "random-search"] + (["evolution-llm-standin"] if standin else [])
     assert {name: cfg.task.name for name, cfg in ab.variants.items()} == dict.fromkeys(names, task)
     if standin:  # the stand-in LLM's answers for this task replayed, beside the same STOKE and Optuna

@@ -15,6 +15,7 @@ from bench.record_standin_llm import RECORDS, Responder, model_name
 from bench.standin_replies import REPLIES_BY_TASK
 from bench.standin_replies import attention as at
 from bench.standin_replies import layernorm as ln
+from bench.standin_replies import mla_decode as mla
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
@@ -45,10 +46,20 @@ OUTCOMES = {
         "NO_MAX": (Status.WRONG_OUTPUT, "(wide)"),
         "UNMASKED": (Status.UNSAFE, "stores to address"),
     },
+    # both structures pass (a block of heads per program; the cache split with a log-sum-exp combine), and
+    # each mistake is caught by the rows or the sequences written to catch it
+    "mla_decode": {
+        "HEAD_BLOCK": (Status.OK, ""),
+        "SPLIT_KV": (Status.OK, ""),
+        "BIGGER_TILES": (Status.OK, ""),
+        "NO_RESCALE": (Status.WRONG_OUTPUT, "outside tolerance"),
+        "STALE_ROWS": (Status.WRONG_OUTPUT, "outside tolerance"),
+        "UNWEIGHTED_COMBINE": (Status.WRONG_OUTPUT, "outside tolerance"),
+    },
 }
 UNUSABLE = {"NO_CODE": "neither", "WRONG_EDIT": "does not match"}
-MODULES = {"layernorm": ln, "attention": at}
-DTYPES = {"layernorm": "float32", "attention": "float16"}
+MODULES = {"layernorm": ln, "attention": at, "mla_decode": mla}
+DTYPES = {"layernorm": "float32", "attention": "float16", "mla_decode": "float16"}
 CASES = [(task, name) for task, outcomes in OUTCOMES.items() for name in sorted(outcomes)]
 
 
