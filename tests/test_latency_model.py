@@ -187,3 +187,17 @@ def test_the_head_blocked_split_cache_mla_kernel_is_modelled_well_above_the_seed
     # the known-better kernel loads it once per block of heads and splits long caches across programs;
     # at this reduced size (cache_len 2048) it models 6.3x to 8.8x over sampling seeds
     assert result.speedups["seed"] > 4, result.speedups
+
+
+def test_every_candidate_of_a_run_is_sampled_at_the_same_programs(model: Model):
+    """Common random numbers: the programs of an MLA decode step do unequal work (sequences of
+    different lengths), so a sample drawn per candidate modelled identical kernels up to 14% apart,
+    and a search kept whichever copy drew cheap programs."""
+    m = model("mla_decode")
+    source = (ROOT / "tasks" / "mla_decode" / "seed.py").read_text()
+    candidates = [Candidate.from_source(source + f"\n# copy {k}\n") for k in range(3)]
+    assert len({c.id for c in candidates}) == 3
+    copies = [m.measure(c) for c in candidates]
+    assert all(r.latency_ms is not None for r in copies), [r.reason for r in copies]
+    assert len({r.latency_ms for r in copies}) == 1, [r.latency_ms for r in copies]
+    assert len({r.detail["sample_seed"] for r in copies}) == 1

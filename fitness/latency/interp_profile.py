@@ -3,7 +3,7 @@
 Runs in the interpreter worker (``TRITON_INTERPRET=1``). While ``launch`` runs, every kernel launch
 is recorded, not run; once ``launch`` returns (it cannot read what its kernels compute: it may not
 compute with torch), the launches run in their order, each on a sample of its programs chosen by
-`fitness.latency.sampling` from a generator the caller seeds (a secret per evaluation), under
+`fitness.latency.sampling` from a generator the caller seeds (from the run's secret), under
 `fitness.latency.interp_hooks.Recorder`:
 
 - a launch whose sampled programs store nothing at all runs more programs, drawn at random, until

@@ -1,6 +1,8 @@
 """Which programs of each grid (and which iterations of a very long loop) the latency model
 interprets, and how their counts are scaled to the whole. Nothing here is predictable by a kernel:
-every draw comes from a generator seeded per evaluation from a secret the candidate never sees.
+every draw comes from a generator seeded from the run's secret, which no candidate sees; it is the
+same for every candidate of the run (`fitness.latency.model.sample_seed`), so kernels are compared
+on the same programs.
 
 Programs: a grid is split into strata by "first, middle or last index along axis i" (the last block
 along an axis is the one a mask cuts short; the first and last bound the addresses the grid
