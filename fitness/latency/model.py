@@ -58,7 +58,7 @@ def sample_seed(secret: int) -> int:
     different lengths, causal attention's rows) the difference between their estimates is the
     kernels', not the draws': a search cannot pick an equivalent kernel that drew cheap programs
     (with a draw per candidate, identical kernels were modelled up to 14% apart at MLA's
-    `small-batch` workload, and STOKE's rewrites of one kernel up to 53%)."""
+    `small-batch` workload)."""
     return int.from_bytes(hashlib.sha256(f"{secret}:program-sample".encode()).digest()[:8], "little")
 
 
