@@ -1,14 +1,14 @@
 """Make the LLM records that the ablations replay: hand-written STAND-IN answers,
 not a language model's.
 
-    PYTHONPATH=. python bench/record_standin_llm.py [--task softmax|layernorm|attention|mla_decode] [--workload NAME]
-        [--seeds 0] [--out RECORD.jsonl]
+    PYTHONPATH=. python bench/record_standin_llm.py [--task softmax|layernorm|attention|attention_causal|mla_decode]
+        [--workload NAME] [--seeds 0] [--out RECORD.jsonl]
 
 It starts the fake OpenAI-compatible server of the tests (`tests/fakes/openai_server.py`) on 127.0.0.1
 and runs the base campaign of the ablation with only the LLM mutator, in record mode, against it, once
 per seed (at the task's `--workload` when given: attention's ablation runs at `bert-base`, where one
-modelled evaluation takes seconds instead of minutes, MLA decode's at `small-batch`); every exchange
-(the real prompt the mutator built, the answer) is appended to the record (by default
+modelled evaluation takes seconds instead of minutes, causal attention's at `gpt2-short`, MLA decode's
+at `small-batch`); every exchange (the real prompt the mutator built, the answer) is appended to the record (by default
 `configs/llm_records/TASK_standin.jsonl`, under the model name `standin-TASK`). The server answers each
 prompt with one of the task's replies in `bench/standin_replies/`, chosen by a hash of the kernel the
 prompt shows: whole modules and SEARCH/REPLACE edits, good and bad, the mix of outcomes a model gives (a

@@ -14,6 +14,7 @@ import pytest
 from bench.record_standin_llm import RECORDS, Responder, model_name
 from bench.standin_replies import REPLIES_BY_TASK
 from bench.standin_replies import attention as at
+from bench.standin_replies import attention_causal as atc
 from bench.standin_replies import layernorm as ln
 from bench.standin_replies import mla_decode as mla
 from evo.contracts.candidate import Candidate
@@ -56,10 +57,21 @@ OUTCOMES = {
         "STALE_ROWS": (Status.WRONG_OUTPUT, "outside tolerance"),
         "UNWEIGHTED_COMBINE": (Status.WRONG_OUTPUT, "outside tolerance"),
     },
+    # both structures stop at the diagonal (one masks every block, one only the blocks the diagonal
+    # crosses); masking the diagonal leaves row 0 with no key, and leaving the diagonal block unmasked
+    # lets queries see later keys
+    "attention_causal": {
+        "CAUSAL_ONLINE": (Status.OK, ""),
+        "DIAGONAL_SPLIT": (Status.OK, ""),
+        "BIGGER_TILES": (Status.OK, ""),
+        "NO_RESCALE": (Status.WRONG_OUTPUT, "outside tolerance"),
+        "STRICT_MASK": (Status.WRONG_OUTPUT, "got nan"),
+        "DIAGONAL_UNMASKED": (Status.WRONG_OUTPUT, "outside tolerance"),
+    },
 }
 UNUSABLE = {"NO_CODE": "neither", "WRONG_EDIT": "does not match"}
-MODULES = {"layernorm": ln, "attention": at, "mla_decode": mla}
-DTYPES = {"layernorm": "float32", "attention": "float16", "mla_decode": "float16"}
+MODULES = {"layernorm": ln, "attention": at, "mla_decode": mla, "attention_causal": atc}
+DTYPES = {"layernorm": "float32", "attention": "float16", "mla_decode": "float16", "attention_causal": "float16"}
 CASES = [(task, name) for task, outcomes in OUTCOMES.items() for name in sorted(outcomes)]
 
 
@@ -85,7 +97,7 @@ def test_an_answer_applied_to_the_seed_meets_the_checker_as_written(evaluators, 
     result = evaluator.evaluate(Candidate.from_source(source))
     assert result.status is status, result.reason
     assert why in result.reason
-    if task == "attention" and status is Status.OK and name != "BIGGER_TILES":
+    if task.startswith("attention") and status is Status.OK and name != "BIGGER_TILES":
         assert "scores" not in source.split("def launch")[1]  # the structural answers drop the scores buffer
 
 
