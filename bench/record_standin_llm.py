@@ -1,8 +1,9 @@
 """Make the LLM records that the ablations replay: hand-written STAND-IN answers,
 not a language model's.
 
-    PYTHONPATH=. python bench/record_standin_llm.py [--task softmax|layernorm|attention|attention_causal|mla_decode]
-        [--workload NAME] [--seeds 0] [--out RECORD.jsonl]
+    PYTHONPATH=. python bench/record_standin_llm.py [--task TASK] [--workload NAME] [--seeds 0] [--out RECORD.jsonl]
+
+(TASK: one with stand-in answers in `bench/standin_replies/`.)
 
 It starts the fake OpenAI-compatible server of the tests (`tests/fakes/openai_server.py`) on 127.0.0.1
 and runs the base campaign of the ablation with only the LLM mutator, in record mode, against it, once

@@ -16,7 +16,9 @@ from bench.standin_replies import REPLIES_BY_TASK
 from bench.standin_replies import attention as at
 from bench.standin_replies import attention_causal as atc
 from bench.standin_replies import layernorm as ln
+from bench.standin_replies import matmul as mm
 from bench.standin_replies import mla_decode as mla
+from bench.standin_replies import reduction as red
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
@@ -68,10 +70,34 @@ OUTCOMES = {
         "STRICT_MASK": (Status.WRONG_OUTPUT, "got nan"),
         "DIAGONAL_UNMASKED": (Status.WRONG_OUTPUT, "outside tolerance"),
     },
+    # a sum split across programs (atomic adds into the zeroed output, or two stages); the split's
+    # mistakes are caught by the poisoned output, the race between plain stores, and the unmasked loads
+    # past the input
+    "reduction": {
+        "SPLIT_ATOMIC": (Status.OK, ""),
+        "TWO_STAGE": (Status.OK, ""),
+        "BIGGER_BLOCK": (Status.OK, ""),
+        "NOT_ZEROED": (Status.WRONG_OUTPUT, "only added to"),
+        "RACING_STORES": (Status.UNSAFE, "race in kernel _sum_split"),
+        "UNMASKED": (Status.UNSAFE, "loads address"),
+    },
+    # grouped tiles pass; a float16 accumulator is caught at K = 129, the unmasked K loads by the bounds
+    # sanitizer. GROUP_COUNT's grouping is wrong only with more than one row of tiles and a partial group:
+    # no check size has that, so it passes here, and the verification of a best catches it at a size
+    # between the check and bench sizes (tests/test_odd_sizes.py)
+    "matmul": {
+        "GROUPED": (Status.OK, ""),
+        "BIGGER_TILES": (Status.OK, ""),
+        "FP16_ACCUMULATOR": (Status.WRONG_OUTPUT, "outside tolerance"),
+        "K_UNMASKED": (Status.UNSAFE, "loads address"),
+        "GROUP_COUNT": (Status.OK, ""),
+    },
 }
 UNUSABLE = {"NO_CODE": "neither", "WRONG_EDIT": "does not match"}
-MODULES = {"layernorm": ln, "attention": at, "mla_decode": mla, "attention_causal": atc}
-DTYPES = {"layernorm": "float32", "attention": "float16", "mla_decode": "float16", "attention_causal": "float16"}
+MODULES = {"layernorm": ln, "attention": at, "mla_decode": mla, "attention_causal": atc,
+           "reduction": red, "matmul": mm}
+DTYPES = {"layernorm": "float32", "attention": "float16", "mla_decode": "float16", "attention_causal": "float16",
+          "reduction": "float32", "matmul": "float16"}
 CASES = [(task, name) for task, outcomes in OUTCOMES.items() for name in sorted(outcomes)]
 
 

@@ -98,7 +98,9 @@ def _inspect_run(data: CaseData, reply: dict[str, object], run: int, judge: _Jud
             run == 0 and body.size) else 0
         if unwritten > expected_poison:
             judge.fail(Status.WRONG_OUTPUT,
-                       f"output {i}: {unwritten} of {body.size} elements were never written ({label})")
+                       f"output {i}: {unwritten} of {body.size} elements were never written: they still hold "
+                       f"the poison outputs are filled with before each call (not stored to, or only added to "
+                       f"without being set first) ({label})")
         diff = compare(body, dtype, data.expected[i], task.tolerance_for(dtype))
         judge.add(diff, label)
         if not diff.ok:
@@ -230,3 +232,4 @@ def bench_check(worker: Worker, task: Task, candidate: Candidate, case: Case, se
     base = Evaluation(candidate.id, task.key, device, Status.CRASH, level=VERIFIED)
     return check_equivalence(worker, task, candidate, [case], base, timeout=settings.verify_timeout_s,
                              bench=True, sanitize=settings.sanitize)
+
