@@ -7,9 +7,10 @@ modelled elsewhere, for quick evaluations too (the model caches its own figures 
 
 Levels: ``quick`` (the first check sizes, one draw: STOKE's chain), ``full`` (every check size,
 draw and distribution; the latency at the first bench size, verified there) and ``verified``
-(``full``, then the candidate runs in full at every bench size and its outputs are compared with
-the reference: what ``evo eval`` reports and what an island's best must pass). Bench inputs and
-the programs the model samples come from `secret`, which a candidate cannot know.
+(``full``, then the candidate runs in full at every bench size and at a size between the check
+and bench sizes drawn per bench size (`evo.contracts.odd_sizes`), and its outputs are compared with
+the reference: what ``evo eval`` reports and what an island's best must pass). Bench inputs, those
+sizes and the programs the model samples come from `secret`, which a candidate cannot know.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.task import Case, Task
 from evo.contracts.verdict import FULL, QUICK, VERIFIED, Evaluation, Status
-from fitness.check.equivalence import bench_check, check_equivalence
+from fitness.check.equivalence import bench_check, check_equivalence, odd_check
 from fitness.check.lint import lint
 from fitness.latency.stage import LatencyStage
 from fitness.sandbox import isolation as os_isolation
@@ -147,11 +148,30 @@ class Evaluator:
                     f"sizes on a CPU, or verify on a GPU"))
             full = self._bench_check(candidate, case)
             if not full.ok:
-                return ev.with_(status=full.status, reason=f"at bench size {case.size_json}: {full.reason}",
-                                error=full.error, max_error_ratio=full.max_error_ratio,
-                                max_abs_error=full.max_abs_error, mismatch_fraction=full.mismatch_fraction,
-                                worst_case=full.worst_case)
-        return ev.with_(reason=f"{ev.reason}; verified in full at {len(self.task.bench_sizes)} bench size(s)")
+                return _failed(ev, full, f"at bench size {case.size_json}")
+        odd, skipped = self._odd_cases()
+        for case in odd:
+            full = odd_check(self.worker, self.task, candidate, case, self.settings, self.device)
+            if not full.ok:
+                return _failed(ev, full, f"at size {case.size_json}, between the check and bench sizes (drawn "
+                                         f"for this verification)")
+        between = f" and {len(odd)} size(s) between the check and bench sizes" if odd else ""
+        unrun = f" (the task's reference does not run at {', '.join(skipped)})" if skipped else ""
+        return ev.with_(reason=f"{ev.reason}; verified in full at {len(self.task.bench_sizes)} bench size(s)"
+                               f"{between}{unrun}")
+
+    def _odd_cases(self) -> tuple[list[Case], list[str]]:
+        """`Task.odd_cases` of this run's secret whose reference runs, and the sizes of those that do not
+        (a task may accept only some sizes: that is no candidate's failure)."""
+        runnable, skipped = [], []
+        for case in self.task.odd_cases(self.secret):
+            try:
+                self.task.case_data(case)
+            except Exception:  # the reference's own limits, not the candidate's
+                skipped.append(case.size_json)
+                continue
+            runnable.append(case)
+        return runnable, skipped
 
     def _bench_check(self, candidate: Candidate, case: Case) -> Evaluation:
         """`candidate` run in full at a bench size, its outputs compared with the reference."""
@@ -178,3 +198,10 @@ class Evaluator:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _failed(ev: Evaluation, full: Evaluation, where: str) -> Evaluation:
+    """`ev` failed by the full run `full` (its status and error figures), the reason saying where."""
+    return ev.with_(status=full.status, reason=f"{where}: {full.reason}", error=full.error,
+                    max_error_ratio=full.max_error_ratio, max_abs_error=full.max_abs_error,
+                    mismatch_fraction=full.mismatch_fraction, worst_case=full.worst_case)

@@ -93,8 +93,14 @@ def test_a_config_picks_a_workload_and_wrong_or_conflicting_choices_say_what_is_
     with pytest.raises(ConfigError, match=r"task\.workload: .*no workload 'llama3-70b'; valid: "
                        r"llama3-8b-prefill, llama3-8b-decode"):
         build_task(TaskConfig(name="matmul", workload="llama3-70b"), tmp_path)
-    with pytest.raises(ConfigError, match=r"no workload 'x'; valid: none \(no .*attention_causal/workloads\.yaml\)"):
+    with pytest.raises(ConfigError, match=r"no workload 'x'; valid: gpt2-short"):
         build_task(TaskConfig(name="attention_causal", workload="x"), tmp_path)
+    bare = tmp_path / "bare"  # a task folder with no workloads file
+    bare.mkdir()
+    for f in ("task.py", "seed.py"):
+        (bare / f).write_text((TASK_LIBRARY / "vector_add" / f).read_text())
+    with pytest.raises(ConfigError, match=r"no workload 'x'; valid: none \(no .*bare/workloads\.yaml\)"):
+        build_task(TaskConfig(path=str(bare), workload="x"), tmp_path)
     with pytest.raises(ValidationError, match=r"either workload or sizes\.bench"):
         TaskConfig(name="matmul", workload="llama3-8b-decode",
                    sizes=SizesConfig(check=[{"M": 1, "N": 1, "K": 1}], bench=[{"M": 8, "N": 8, "K": 8}]))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from evo.contracts import dtypes
+from evo.contracts.odd_sizes import odd_size
 
 Size = dict[str, Any]
 
@@ -236,6 +238,21 @@ class Task(ABC):
             digest = hashlib.sha256(f"{self.name}|bench|{skey}|{secret}".encode()).digest()
             seed = int.from_bytes(digest[:4], "little")
             out.append(Case(skey, 0, seed, self.dists[digest[4] % len(self.dists)]))
+        return out
+
+    def odd_cases(self, secret: int) -> list[Case]:
+        """One case per bench size at a size between the check sizes and it (`evo.contracts.odd_sizes`),
+        drawn from a seed derived from `secret`; none for a bench size no larger than the check sizes."""
+        out: list[Case] = []
+        known = {size_key(s) for s in [*self.check_sizes, *self.bench_sizes]}
+        for size in self.bench_sizes:
+            digest = hashlib.sha256(f"{self.name}|odd|{size_key(size)}|{secret}".encode()).digest()
+            seed = int.from_bytes(digest[:8], "little")
+            odd = odd_size(self.check_sizes, size, random.Random(seed))
+            if odd is None or size_key(odd) in known:
+                continue
+            known.add(size_key(odd))
+            out.append(Case(size_key(odd), 0, seed & 0xFFFFFFFF, self.dists[digest[8] % len(self.dists)]))
         return out
 
     def case_data(self, case: Case) -> CaseData:

@@ -233,3 +233,12 @@ def bench_check(worker: Worker, task: Task, candidate: Candidate, case: Case, se
     return check_equivalence(worker, task, candidate, [case], base, timeout=settings.verify_timeout_s,
                              bench=True, sanitize=settings.sanitize)
 
+
+def odd_check(worker: Worker, task: Task, candidate: Candidate, case: Case, settings: EvaluationConfig,
+              device: str) -> Evaluation:
+    """`candidate` run in full at one of `Task.odd_cases` (a size between the check and bench sizes),
+    checked like a check size (two runs under different poison, the race sanitizer on) within
+    ``settings.verify_timeout_s``: a ``verified``-level verdict."""
+    base = Evaluation(candidate.id, task.key, device, Status.CRASH, level=VERIFIED)
+    return check_equivalence(worker, task, candidate, [case], base, timeout=settings.verify_timeout_s,
+                             sanitize=settings.sanitize)
