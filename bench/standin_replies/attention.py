@@ -4,13 +4,13 @@ kept out of memory with an online softmax, a two-pass version that recomputes th
 skipped on interior blocks; an accumulator never rescaled when the row maximum grows, a softmax
 without the max subtraction, an unmasked store, an edit that does not apply, a reply with no code)."""
 
-_HEADER = '''import math
+HEADER = '''import math
 
 import triton
 import triton.language as tl
 
 '''
-_LAUNCH = '''
+LAUNCH = '''
 
 PARAMS = {"BM": 64, "BN": 64, "num_warps": 4}
 SPACE = {"BM": [16, 32, 64, 128], "BN": [16, 32, 64, 128], "num_warps": [2, 4, 8]}
@@ -55,7 +55,7 @@ def _attention_online(q_ptr, k_ptr, v_ptr, o_ptr, seq, head_dim, scale,
     tl.store(o_ptr + base + rows[:, None] * head_dim + dims[None, :], acc.to(o_ptr.dtype.element_ty),
              mask=(rows[:, None] < seq) & d_ok)
 '''
-_ONLINE_MODULE = _HEADER + _ONLINE + _LAUNCH.replace("KERNEL", "_attention_online")
+_ONLINE_MODULE = HEADER + _ONLINE + LAUNCH.replace("KERNEL", "_attention_online")
 
 ONLINE_SOFTMAX = ("The scores make three round trips through a buffer as large as the attention matrix. Keep them "
                   "in registers instead: one pass over K and V with an online softmax (running max and sum, the "
@@ -117,7 +117,7 @@ def _attention_two_pass(q_ptr, k_ptr, v_ptr, o_ptr, seq, head_dim, scale,
 '''
 TWO_PASS = ("Drop the scratch buffer: compute the row statistics in a first pass over K, then recompute the scores "
             "in a second pass and accumulate P V. Twice the QK^T FLOPs, but no score traffic.\n```python\n"
-            + _HEADER + _TWO_PASS + _LAUNCH.replace("KERNEL", "_attention_two_pass") + "```")
+            + HEADER + _TWO_PASS + LAUNCH.replace("KERNEL", "_attention_two_pass") + "```")
 
 _INTERIOR = '''
 @triton.jit
@@ -166,7 +166,7 @@ def _attention_online(q_ptr, k_ptr, v_ptr, o_ptr, seq, head_dim, scale,
 '''
 INTERIOR_UNMASKED = ("Online softmax, and only the last key block (the sequence's tail) needs a mask: run the full "
                      "blocks without one, and use exp2 with log2(e) folded into the scale.\n```python\n"
-                     + _HEADER + _INTERIOR + _LAUNCH.replace("KERNEL", "_attention_online") + "```")
+                     + HEADER + _INTERIOR + LAUNCH.replace("KERNEL", "_attention_online") + "```")
 
 BIGGER_TILES = '''16 x 16 tiles are too small for tensor cores; use 64 x 64.
 <<<<<<< SEARCH

@@ -7,25 +7,8 @@ above the diagonal skipped but the diagonal block left unmasked (queries see lat
 accumulator never rescaled when the row maximum grows, an edit that does not apply, a reply with
 no code."""
 
-_HEADER = '''import math
+from bench.standin_replies.attention import HEADER, LAUNCH  # the same module header, PARAMS, SPACE and launch
 
-import triton
-import triton.language as tl
-
-'''
-_LAUNCH = '''
-
-PARAMS = {"BM": 64, "BN": 64, "num_warps": 4}
-SPACE = {"BM": [16, 32, 64, 128], "BN": [16, 32, 64, 128], "num_warps": [2, 4, 8]}
-
-
-def launch(q, k, v, o, *, BM, BN, num_warps):
-    batch, heads, seq, head_dim = q.shape
-    block_d = max(16, triton.next_power_of_2(head_dim))
-    grid = (triton.cdiv(seq, BM), batch * heads)
-    KERNEL[grid](q, k, v, o, seq, head_dim, 1.0 / math.sqrt(head_dim), BM=BM, BN=BN, BLOCK_D=block_d,
-                 num_warps=num_warps)
-'''
 _CAUSAL = '''
 @triton.jit
 def _causal_online(q_ptr, k_ptr, v_ptr, o_ptr, seq, head_dim, scale,
@@ -59,7 +42,7 @@ def _causal_online(q_ptr, k_ptr, v_ptr, o_ptr, seq, head_dim, scale,
     tl.store(o_ptr + base + rows[:, None] * head_dim + dims[None, :], acc.to(o_ptr.dtype.element_ty),
              mask=(rows[:, None] < seq) & d_ok)
 '''
-_CAUSAL_MODULE = _HEADER + _CAUSAL + _LAUNCH.replace("KERNEL", "_causal_online")
+_CAUSAL_MODULE = HEADER + _CAUSAL + LAUNCH.replace("KERNEL", "_causal_online")
 
 CAUSAL_ONLINE = ("The scores make three round trips through a buffer as large as the attention matrix, and the key "
                  "blocks above the diagonal are computed only to be masked. Keep the scores in registers with an "
@@ -125,7 +108,7 @@ def _causal_split(q_ptr, k_ptr, v_ptr, o_ptr, seq, head_dim, scale,
 DIAGONAL_SPLIT = ("Online softmax up to the diagonal, and only the key blocks the diagonal crosses need the causal "
                   "mask: the blocks wholly below it run without one (FlashAttention-2's split), with exp2 and "
                   "log2(e) folded into the scale.\n```python\n"
-                  + _HEADER + _SPLIT + _LAUNCH.replace("KERNEL", "_causal_split") + "```")
+                  + HEADER + _SPLIT + LAUNCH.replace("KERNEL", "_causal_split") + "```")
 
 BIGGER_TILES = '''16 x 16 tiles are too small for tensor cores; use 64 x 64.
 <<<<<<< SEARCH
