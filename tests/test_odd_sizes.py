@@ -62,10 +62,11 @@ def _reply(name: str) -> Candidate:
 def test_a_grouping_wrong_only_past_one_tile_and_off_the_bench_size_fails_at_the_size_between(matmul):
     """GROUP_COUNT assumes every group of output rows is full: right when the grid has one row of
     tiles (every check size, with 128-row tiles) and when the rows divide into groups (1024 = 8 x 128),
-    wrong at 129..256 rows, where tiles are never written."""
+    wrong at 129..256 rows with more than one column of tiles, where tiles are never written. At
+    128-column tiles the drawn 129..256 columns are two."""
     settings = EvaluationConfig(timeout_s=120, verify_timeout_s=300, latency=LatencyMode.OFF)
     with Evaluator(matmul, settings, device="cpu", secret=7) as ev:
-        wrong = _reply("GROUP_COUNT")
+        wrong = _reply("GROUP_COUNT").with_params(BN=128)
         assert ev.evaluate(wrong, level=FULL).ok  # the check sizes cannot see it
         [bench] = matmul.bench_cases(7)
         assert ev._bench_check(wrong, bench).ok  # nor the bench size
@@ -73,9 +74,9 @@ def test_a_grouping_wrong_only_past_one_tile_and_off_the_bench_size_fails_at_the
         assert verdict.status is Status.WRONG_OUTPUT, verdict.reason
         assert "between the check and bench sizes" in verdict.reason and "never written" in verdict.reason
         [odd] = matmul.odd_cases(7)
-        assert odd.size_json in verdict.reason and 128 < odd.size["M"] <= 256
+        assert odd.size_json in verdict.reason and 128 < odd.size["M"] <= 256 and 128 < odd.size["N"] <= 256
 
-        right = ev.evaluate(_reply("GROUPED"), level=VERIFIED)
+        right = ev.evaluate(_reply("GROUPED").with_params(BN=128), level=VERIFIED)
         assert right.ok, right.reason
         assert "verified in full at 1 bench size(s) and 1 size(s) between the check and bench sizes" in right.reason
 

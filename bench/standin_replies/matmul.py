@@ -5,9 +5,9 @@ share their A and B tiles in L2 (Triton's tutorial's swizzle), at 128 x 256 x 64
 interpreter verifies those in full within the default 900 s, which smaller tiles exceed); bigger
 tiles and a deeper pipeline as a params edit. Wrong: the accumulator kept in float16, the loads
 along K left unmasked ("K is a multiple of the block"), a grouping that takes every group of tile
-rows as full (tiles never written where the last group is short: right at every check size and at
-4096, caught by the verification's size between them), an edit that does not apply, a reply with
-no code."""
+rows as full (tiles never written where the last group is short and there is more than one column
+of tiles: right at every check size and at 4096, caught by the verification's size between them when
+the drawn size has both), an edit that does not apply, a reply with no code."""
 
 _GROUPED = '''import triton
 import triton.language as tl
