@@ -81,14 +81,16 @@ OUTCOMES = {
         "RACING_STORES": (Status.UNSAFE, "race in kernel _sum_split"),
         "UNMASKED": (Status.UNSAFE, "loads address"),
     },
-    # grouped tiles pass; a float16 accumulator is caught at K = 129, the unmasked K loads by the bounds
-    # sanitizer. GROUP_COUNT's grouping is wrong only with more than one row of tiles and a partial group:
-    # no check size has that, so it passes here, and the verification of a best catches it at a size
-    # between the check and bench sizes (tests/test_odd_sizes.py)
+    # grouped tiles pass; the unmasked K loads are caught by the bounds sanitizer. Two mistakes pass the
+    # check sizes: a float16 accumulator (at K <= 129 and 64-deep tiles, three additions per element do
+    # not outgrow the tolerance; the model's bench-size check catches it, 4.6x the tolerance at 4096^3 in
+    # the recording campaign), and GROUP_COUNT's grouping, wrong only with more than one row and column
+    # of tiles and a partial group, which the verification of a best catches at a size between the check
+    # and bench sizes (tests/test_odd_sizes.py)
     "matmul": {
         "GROUPED": (Status.OK, ""),
         "BIGGER_TILES": (Status.OK, ""),
-        "FP16_ACCUMULATOR": (Status.WRONG_OUTPUT, "outside tolerance"),
+        "FP16_ACCUMULATOR": (Status.OK, ""),
         "K_UNMASKED": (Status.UNSAFE, "loads address"),
         "GROUP_COUNT": (Status.OK, ""),
     },
