@@ -144,8 +144,8 @@ class Evaluator:
             if self.device == "cpu" and estimate > limit:
                 return ev.with_(status=Status.TIMEOUT, reason=(
                     f"not verified at bench size {case.size_json}: a full run in the interpreter would take "
-                    f"about {estimate:.0f} s (evaluation.verify_timeout_s is {limit:.0f} s); bench at smaller "
-                    f"sizes on a CPU, or verify on a GPU"))
+                    f"about {estimate:.0f} CPU seconds (evaluation.verify_timeout_s is {limit:.0f} s); bench at "
+                    f"smaller sizes on a CPU, or verify on a GPU"))
             full = self._bench_check(candidate, case)
             if not full.ok:
                 return _failed(ev, full, f"at bench size {case.size_json}")

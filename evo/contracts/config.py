@@ -138,6 +138,11 @@ class EvaluationConfig(Strict):
     of a worker session, ``spin_up`` before every later timing. ``timing_rep_ms`` and
     ``timing_copies`` are accepted as shorthands for ``timer.rep_ms`` and ``timer.copies``.
 
+    Timeouts (``timeout_s``, ``latency_timeout_s``, ``verify_timeout_s``) are the worker's CPU seconds in
+    the interpreter (it waits up to four times as long on a busy machine before calling the worker stalled,
+    `fitness.sandbox.process`), so a verdict does not depend on the machine's other work; on a GPU they
+    are wall seconds.
+
     Verification at the bench size (see `fitness.latency.model`): the model interprets
     ``profile_samples`` random programs per launch (and one per edge of the grid), running loops of
     up to ``profile_full_loop`` iterations in full (and every loop of ``profile_full_programs`` of

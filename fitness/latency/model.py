@@ -213,7 +213,7 @@ class ModelLatency:
             if estimate_s > self.settings.verify_timeout_s:
                 return self._failed("unverifiable", (
                     f"outputs not verifiable at bench size {self.size}: {why}, and a full run in the "
-                    f"interpreter would take about {estimate_s:.0f} s (evaluation.verify_timeout_s is "
+                    f"interpreter would take about {estimate_s:.0f} CPU seconds (evaluation.verify_timeout_s is "
                     f"{self.settings.verify_timeout_s:.0f} s); bench at smaller sizes on a CPU, or run on a GPU"))
             full = self.bench_check(candidate, self.case)
             if not full.ok:

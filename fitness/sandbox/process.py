@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,7 @@ class WorkerTimeout(Exception):
 
 
 STALLED_CPU_FRACTION = 0.25
+CPU_BUDGET_SPENT = 0.95  # the share of a CPU-seconds timeout after which the worker has had its time
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -153,6 +155,7 @@ class Worker:
         self._fds: tuple[int, int] = (-1, -1)
         self._nonce = ""
         self._cpu_at_submit: float | None = None
+        self.cpu_budget = self.device == "cpu"  # timeouts in CPU seconds (`_await_answer`): the interpreter's work
 
     @property
     def pid(self) -> int | None:
@@ -234,16 +237,39 @@ class Worker:
         self._receive(min(timeout, 60.0))
         return reply
 
-    def _receive(self, timeout: float) -> dict[str, Any]:
-        try:
-            reply = protocol.receive(self._fds[1], timeout)
-        except protocol.ChannelTimeout:
+    def _await_answer(self, timeout: float) -> float:
+        """Wait until the worker starts answering; the wall seconds left to read the answer in. A timeout kills
+        the worker (`WorkerTimeout`).
+
+        In the interpreter (`cpu_budget`) `timeout` is the worker's CPU seconds: where the machine's other work
+        slows it, the wait grows, up to ``timeout / STALLED_CPU_FRACTION`` of wall time, until the worker has had
+        `timeout` seconds on a CPU, so a verdict does not depend on how busy the machine is. A worker that got
+        less than `STALLED_CPU_FRACTION` of the time waited is stalled (its machine's fault, not the candidate's).
+        On a GPU `timeout` is wall seconds (a worker waiting on its device uses little CPU)."""
+        start = time.monotonic()
+        cap = timeout / STALLED_CPU_FRACTION if self.cpu_budget else timeout
+        wait = timeout
+        while not protocol.readable(self._fds[1], start + wait - time.monotonic()):
+            waited = time.monotonic() - start
             used = self._cpu_since_submit()
+            if used is not None and used < STALLED_CPU_FRACTION * waited:
+                self.kill()
+                raise WorkerTimeout(f"no answer within {waited:.1f} s, in which the worker ran {used:.1f} s on a CPU "
+                                    "(a stalled or overloaded machine)", stalled=True)
+            if not self.cpu_budget or used is None or used >= CPU_BUDGET_SPENT * timeout or waited >= cap:
+                self.kill()
+                on_cpu = f" ({used:.1f} s of them on a CPU)" if self.cpu_budget and used is not None else ""
+                raise WorkerTimeout(f"no answer within {waited:.1f} s{on_cpu}")
+            wait = min(waited + max(timeout - used, 1.0), cap)  # the CPU seconds it has not had yet
+        return max(cap - (time.monotonic() - start), 60.0)
+
+    def _receive(self, timeout: float) -> dict[str, Any]:
+        left = self._await_answer(timeout)
+        try:
+            reply = protocol.receive(self._fds[1], left)
+        except protocol.ChannelTimeout:
             self.kill()
-            if used is not None and used < STALLED_CPU_FRACTION * timeout:
-                raise WorkerTimeout(f"no answer within {timeout:.1f} s, in which the worker ran {used:.1f} s on a CPU "
-                                    "(a stalled or overloaded machine)", stalled=True) from None
-            raise WorkerTimeout(f"no answer within {timeout:.1f} s") from None
+            raise WorkerTimeout(f"an answer begun within {timeout:.1f} s did not end") from None
         except protocol.ProtocolError as e:
             self.kill()
             raise WorkerDied(f"the worker broke the protocol (a frame not written by the worker?): {e}") from None

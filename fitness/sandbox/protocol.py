@@ -39,6 +39,12 @@ def send(fd: int, message: dict[str, Any]) -> None:
         data = data[n:]
 
 
+def readable(fd: int, timeout: float) -> bool:
+    """Whether `fd` has something to read (a frame's start, or the end of the channel) within `timeout`."""
+    ready, _, _ = select.select([fd], [], [], max(timeout, 0.0))
+    return bool(ready)
+
+
 def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     chunks: list[bytes] = []
     remaining = n

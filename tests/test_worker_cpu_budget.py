@@ -1,0 +1,123 @@
+"""In the interpreter a worker's timeout is CPU seconds: a worker slowed by the machine's other work still
+gets its time (so a verdict does not depend on how busy the machine is), one that spends its time is
+killed as the candidate's own timeout, one that gets almost no CPU is stalled; on a GPU the timeout stays
+wall seconds.
+
+The worker is a stand-in process speaking the worker's protocol that answers after a given time; how much
+of a CPU it got is a stand-in clock (`busy_machine`), so the tests do not depend on this machine's load."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from fitness.sandbox import process
+from fitness.sandbox.process import Worker, WorkerTimeout
+
+BURNER = r"""
+import sys, time
+sys.path.insert(0, sys.argv[3])
+from fitness.sandbox import protocol
+fd_in, fd_out = int(sys.argv[1]), int(sys.argv[2])
+protocol.send(fd_out, {"op": "ready"})
+while True:
+    msg = protocol.receive(fd_in)
+    if msg.get("op") == "exit":
+        break
+    time.sleep(float(msg.get("wall_s", 0.0)))
+    protocol.send(fd_out, {"seq": msg["seq"], "ok": True})
+"""
+
+
+class SlowWorker(Worker):
+    """A `Worker` whose process answers each request after `wall_s` seconds."""
+
+    def start(self) -> None:
+        if self.proc is not None:
+            return
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.proc = subprocess.Popen([sys.executable, "-c", BURNER, str(to_child_r), str(from_child_w), root],
+                                     pass_fds=(to_child_r, from_child_w), start_new_session=True)
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self._fds = (to_child_w, from_child_r)
+        self.ready = False
+        self.starts += 1
+
+
+def busy_machine(monkeypatch: pytest.MonkeyPatch, share: float) -> None:
+    """The worker's CPU clock as on a machine that gives it `share` of a CPU (whatever this one's load)."""
+    t0 = time.monotonic()
+    monkeypatch.setattr(process, "cpu_seconds", lambda pid: share * (time.monotonic() - t0))
+
+
+def worker(device: str) -> SlowWorker:
+    w = SlowWorker(device=device, memory_mb=1024, isolation=False)
+    w.request({"op": "warm"}, 60.0)  # started and ready before anything is timed
+    return w
+
+
+def timed_request(w: Worker, wall_s: float, timeout: float) -> tuple[float, dict[str, Any] | WorkerTimeout]:
+    start = time.monotonic()
+    try:
+        out: dict[str, Any] | WorkerTimeout = w.request({"op": "work", "wall_s": wall_s}, timeout)
+    except WorkerTimeout as e:
+        out = e
+    return time.monotonic() - start, out
+
+
+def test_a_worker_slowed_by_other_work_gets_its_cpu_seconds(monkeypatch):
+    # 1.2 CPU seconds of work at half a CPU: 2.4 s of wall time, past the 1.6 s timeout, and still its answer
+    w = worker("cpu")
+    try:
+        busy_machine(monkeypatch, 0.5)
+        waited, out = timed_request(w, 2.4, 1.6)
+        assert isinstance(out, dict) and out["ok"], out
+        assert waited > 2.3
+    finally:
+        w.close()
+
+
+def test_a_worker_that_spends_its_cpu_seconds_times_out_as_its_own(monkeypatch):
+    # at 40% of a CPU the 1 s timeout is spent after about 2.4 s of wall time: a timeout, the candidate's own
+    w = worker("cpu")
+    busy_machine(monkeypatch, 0.4)
+    waited, out = timed_request(w, 30.0, 1.0)
+    assert isinstance(out, WorkerTimeout) and not out.stalled and "on a CPU" in str(out), out
+    assert 2.0 < waited < 4.0, waited  # longer than the timeout, never past four times it
+    assert w.pid is None  # killed; the next request starts a fresh one
+    w.close()
+
+
+def test_a_worker_with_almost_no_cpu_is_stalled(monkeypatch):
+    w = worker("cpu")
+    busy_machine(monkeypatch, 0.05)
+    waited, out = timed_request(w, 30.0, 1.0)
+    assert isinstance(out, WorkerTimeout) and out.stalled and "stalled or overloaded machine" in str(out), out
+    assert waited < 2.0, waited
+    w.close()
+
+
+def test_on_a_gpu_the_timeout_is_wall_seconds(monkeypatch):
+    w = worker("cuda")
+    assert not w.cpu_budget
+    busy_machine(monkeypatch, 0.5)
+    waited, out = timed_request(w, 2.4, 1.6)
+    assert isinstance(out, WorkerTimeout) and not out.stalled, out
+    assert waited < 2.3, waited
+    w.close()
+
+
+def test_a_real_worker_process_is_measured_on_its_own_cpu_clock():
+    # no stand-in clock: an idle worker (sleeping, as one blocked on the machine would be) is stalled
+    w = worker("cpu")
+    _, out = timed_request(w, 30.0, 1.0)
+    assert isinstance(out, WorkerTimeout) and out.stalled, out
+    w.close()
