@@ -14,6 +14,11 @@ bench/data/space_sweeps.json (bench/space_sweep.py). One row per task and strate
   reached 95% of that run's own final best (median over seeds).
 
 Speedups are whatever the runs measured: MODELLED (roofline model) on a machine without a GPU.
+
+Ablation directories are not part of the repository, so a fresh checkout has none of the runs behind
+the shipped table. `--keep TABLE` keeps the rows of a table written before (the shipped one:
+bench/data/search_table.md) whose strategy has no finished run here, and says which were kept: new runs
+of one ablation update its rows without re-running the others.
 """
 
 from __future__ import annotations
@@ -103,12 +108,38 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
     return head, body
 
 
+def kept_rows(path: Path, head: list[str], fresh: set[tuple[str, str]]) -> list[list[str]]:
+    """The rows of the table at `path` (written by this script, with the same columns) whose (task,
+    strategy) is not in `fresh`."""
+    lines = [line for line in path.read_text().splitlines() if line.startswith("|")]
+    if not lines or [c.strip() for c in lines[0].strip("|").split("|")] != head:
+        raise ValueError(f"{path} is not a table with this script's columns")
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines[2:]]
+    return [r for r in rows if len(r) == len(head) and (r[0], r[1]) not in fresh]
+
+
+def _sources_of(path: Path) -> list[str]:
+    """The latency sources named by the table at `path` ("Latency source: model (...)")."""
+    for line in path.read_text().splitlines():
+        if line.startswith("Latency source: "):
+            names = line.removeprefix("Latency source: ").split(" (")[0].rstrip(".")
+            return [n.strip() for n in names.split(",") if n.strip()]
+    return []
+
+
+def _order(row: list[str]) -> tuple[str, bool, str]:
+    return row[0], row[2] != "no", row[1]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("ablations", nargs="*", type=Path, help="ablation files (default: the shipped ones)")
     ap.add_argument("--output", type=Path, help="where the ablations were written (as `evo ablate --output`)")
     ap.add_argument("--sweeps", type=Path, default=SWEEPS, help="the cached sweeps (default: %(default)s)")
     ap.add_argument("--markdown", type=Path, help="also write the table here")
+    ap.add_argument("--keep", type=Path, metavar="TABLE",
+                    help="keep this earlier table's rows whose strategy has no finished run here "
+                         "(e.g. bench/data/search_table.md)")
     args = ap.parse_args(argv)
     rows: list[Row] = []
     for path in args.ablations or [p for p in DEFAULTS if p.name not in SKIP]:
@@ -117,15 +148,28 @@ def main(argv: list[str] | None = None) -> int:
         except ConfigError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-    if not rows:
+    head, body = table(rows)
+    kept: list[list[str]] = []
+    if args.keep:
+        try:
+            kept = kept_rows(args.keep, head, {(r[0], r[1]) for r in body})
+        except (OSError, ValueError) as e:
+            print(f"error: --keep: {e}", file=sys.stderr)
+            return 2
+    if not body and not kept:
         print("no finished ablation runs found: run `python -m evo ablate configs/ablation_search/softmax.yaml` first",
               file=sys.stderr)
         return 1
-    head, body = table(rows)
+    body = sorted(body + kept, key=_order)
     sources = sorted({t.latency_source for r in rows for t in r.traces})
+    if kept and args.keep:
+        sources = sorted(set(sources) | set(_sources_of(args.keep)))
     text = d.to_markdown(d.Doc("", [d.table(head, body)]), Path("."), "").removeprefix("# \n\n")
     note = (f"Latency source: {', '.join(sources)}"
             + (" (MODELLED by the roofline model, not measured)." if sources == ["model"] else "."))
+    if kept:
+        note += ("\nKept from the earlier table (their runs are not on the machine that wrote this one): "
+                 + ", ".join(r[1] for r in kept) + ".")
     print(text + "\n" + note)
     if args.markdown:
         args.markdown.write_text(f"{text}\n{note}\n")

@@ -22,11 +22,13 @@ TASK_KEY = "softmax-synthetic"
 def ablation(tmp_path: Path, runs: dict[str, list[list[Ev]]], *, swept: bool = True) -> tuple[Path, Path]:
     """An ablation file, its directory with the given finished runs (variant -> one history per
     seed) and a sweeps file with the task's sweep (2.0x, unless not `swept`) and known-better (4.0x)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "base.yaml").write_text(yaml.safe_dump({"name": "b", "task": {"name": "softmax"},
                                                         "mutators": [{"kind": "stoke"}]}))
     variants = {v: ({} if v == "evolution" else {"mutators": [{"kind": "sweep", "order": "random"}]}) for v in runs}
     path = tmp_path / "search.yaml"
-    path.write_text(yaml.safe_dump({"name": "search-softmax", "base": "base.yaml", "baseline": "random-search",
+    baseline = "random-search" if "random-search" in runs else next(iter(runs))
+    path.write_text(yaml.safe_dump({"name": "search-softmax", "base": "base.yaml", "baseline": baseline,
                                     "seeds": list(range(len(next(iter(runs.values()))))),
                                     "budget": {"evaluations": 10}, "output_dir": str(tmp_path / "out"),
                                     "variants": variants}))
@@ -104,3 +106,34 @@ def test_without_finished_runs_the_table_says_what_to_run(tmp_path, capsys):
                                     "variants": {"v": {}}}))
     assert search_table.main([str(path)]) == 1
     assert "evo ablate" in capsys.readouterr().err
+
+
+def test_keep_holds_the_rows_of_strategies_without_runs_here_and_names_them(tmp_path, capsys):
+    # the earlier table: evolution and random search; this machine has only new evolution runs
+    path, sweeps = ablation(tmp_path / "before", {"evolution": [climb(0.5)] * 2, "random-search": [climb(0.8)] * 2})
+    earlier = tmp_path / "earlier.md"
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--markdown", str(earlier)]) == 0
+    capsys.readouterr()
+    path, sweeps = ablation(tmp_path / "after", {"evolution": [climb(0.4)] * 3})
+    out = tmp_path / "table.md"
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--keep", str(earlier), "--markdown", str(out)]) == 0
+    text = capsys.readouterr().out
+    rows = {line.split("|")[2].strip(): [c.strip() for c in line.split("|")[1:-1]]
+            for line in text.splitlines() if line.startswith("| softmax")}
+    assert set(rows) == {"search-softmax/evolution", "search-softmax/random-search"}
+    assert rows["search-softmax/evolution"][3:5] == ["3", "2.500x [2.500x-2.500x]"]  # the new runs, not the kept 2.0x
+    assert rows["search-softmax/random-search"][3:5] == ["2", "1.250x [1.250x-1.250x]"]  # kept as it was
+    assert "Kept from the earlier table" in text and "search-softmax/random-search." in text
+    assert "MODELLED" in text and out.read_text().strip() == text.strip()
+    # the kept rows stay in the order the table is always in: random search (a baseline) after evolution
+    order = [line.split("|")[2].strip() for line in text.splitlines() if line.startswith("| softmax")]
+    assert order == ["search-softmax/evolution", "search-softmax/random-search"]
+
+
+def test_keep_refuses_a_file_that_is_not_such_a_table(tmp_path, capsys):
+    path, sweeps = ablation(tmp_path, {"evolution": [climb(0.5)], "random-search": [climb(0.8)]})
+    other = tmp_path / "notes.md"
+    other.write_text("| a | b |\n|---|---|\n| 1 | 2 |\n")
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--keep", str(other)]) == 2
+    assert "--keep" in capsys.readouterr().err
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--keep", str(tmp_path / "missing.md")]) == 2
