@@ -8,8 +8,6 @@ of a CPU it got is a stand-in clock (`busy_machine`), so the tests do not depend
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import time
 from typing import Any
@@ -21,7 +19,6 @@ from fitness.sandbox.process import Worker, WorkerTimeout
 
 BURNER = r"""
 import sys, time
-sys.path.insert(0, sys.argv[3])
 from fitness.sandbox import protocol
 fd_in, fd_out = int(sys.argv[1]), int(sys.argv[2])
 protocol.send(fd_out, {"op": "ready"})
@@ -35,21 +32,10 @@ while True:
 
 
 class SlowWorker(Worker):
-    """A `Worker` whose process answers each request after `wall_s` seconds."""
+    """A `Worker` (started as any worker is) whose process answers each request after `wall_s` seconds."""
 
-    def start(self) -> None:
-        if self.proc is not None:
-            return
-        to_child_r, to_child_w = os.pipe()
-        from_child_r, from_child_w = os.pipe()
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        self.proc = subprocess.Popen([sys.executable, "-c", BURNER, str(to_child_r), str(from_child_w), root],
-                                     pass_fds=(to_child_r, from_child_w), start_new_session=True)
-        os.close(to_child_r)
-        os.close(from_child_w)
-        self._fds = (to_child_w, from_child_r)
-        self.ready = False
-        self.starts += 1
+    def _command(self, fd_in: int, fd_out: int) -> list[str]:
+        return [sys.executable, "-c", BURNER, str(fd_in), str(fd_out)]
 
 
 def busy_machine(monkeypatch: pytest.MonkeyPatch, share: float) -> None:

@@ -171,12 +171,7 @@ class Worker:
         env = scrubbed_env(self.device, compile_only=self.compile_only)
         env["HOME"] = self._home
         env["TMPDIR"] = self._home
-        cmd = [
-            sys.executable, "-m", "fitness.worker", "--fd-in", str(to_child_r), "--fd-out",
-            str(from_child_w), "--device", self.device, "--memory-mb", str(self.memory_mb),
-            "--bench-memory-mb", str(max(self.bench_memory_mb, self.memory_mb)),
-            "--isolation", "on" if self.isolation else "off", *(["--compile-only"] if self.compile_only else []),
-        ]
+        cmd = self._command(to_child_r, from_child_w)
         with open(self._log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -187,6 +182,15 @@ class Worker:
         self._fds = (to_child_w, from_child_r)
         self.ready = False
         self.starts += 1
+
+    def _command(self, fd_in: int, fd_out: int) -> list[str]:
+        """The worker's command line: it reads requests from `fd_in` and answers on `fd_out`."""
+        return [
+            sys.executable, "-m", "fitness.worker", "--fd-in", str(fd_in), "--fd-out", str(fd_out),
+            "--device", self.device, "--memory-mb", str(self.memory_mb),
+            "--bench-memory-mb", str(max(self.bench_memory_mb, self.memory_mb)),
+            "--isolation", "on" if self.isolation else "off", *(["--compile-only"] if self.compile_only else []),
+        ]
 
     def _await_ready(self) -> None:
         try:
