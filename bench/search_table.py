@@ -108,23 +108,21 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
     return head, body
 
 
-def kept_rows(path: Path, head: list[str], fresh: set[tuple[str, str]]) -> list[list[str]]:
+SOURCE_LINE = "Latency source: "
+
+
+def kept_rows(path: Path, head: list[str], fresh: set[tuple[str, str]]) -> tuple[list[list[str]], set[str]]:
     """The rows of the table at `path` (written by this script, with the same columns) whose (task,
-    strategy) is not in `fresh`."""
-    lines = [line for line in path.read_text().splitlines() if line.startswith("|")]
+    strategy) is not in `fresh`, and the latency sources that table names."""
+    text = path.read_text().splitlines()
+    lines = [line for line in text if line.startswith("|")]
     if not lines or [c.strip() for c in lines[0].strip("|").split("|")] != head:
         raise ValueError(f"{path} is not a table with this script's columns")
     rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines[2:]]
-    return [r for r in rows if len(r) == len(head) and (r[0], r[1]) not in fresh]
-
-
-def _sources_of(path: Path) -> list[str]:
-    """The latency sources named by the table at `path` ("Latency source: model (...)")."""
-    for line in path.read_text().splitlines():
-        if line.startswith("Latency source: "):
-            names = line.removeprefix("Latency source: ").split(" (")[0].rstrip(".")
-            return [n.strip() for n in names.split(",") if n.strip()]
-    return []
+    named = next((line.removeprefix(SOURCE_LINE).split(" (")[0].rstrip(".") for line in text
+                  if line.startswith(SOURCE_LINE)), "")
+    return ([r for r in rows if len(r) == len(head) and (r[0], r[1]) not in fresh],
+            {n.strip() for n in named.split(",") if n.strip()})
 
 
 def _order(row: list[str]) -> tuple[str, bool, str]:
@@ -149,24 +147,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
     head, body = table(rows)
+    sources = {t.latency_source for r in rows for t in r.traces}
     kept: list[list[str]] = []
     if args.keep:
         try:
-            kept = kept_rows(args.keep, head, {(r[0], r[1]) for r in body})
+            kept, kept_sources = kept_rows(args.keep, head, {(r[0], r[1]) for r in body})
         except (OSError, ValueError) as e:
             print(f"error: --keep: {e}", file=sys.stderr)
             return 2
+        if kept:
+            sources |= kept_sources
     if not body and not kept:
         print("no finished ablation runs found: run `python -m evo ablate configs/ablation_search/softmax.yaml` first",
               file=sys.stderr)
         return 1
     body = sorted(body + kept, key=_order)
-    sources = sorted({t.latency_source for r in rows for t in r.traces})
-    if kept and args.keep:
-        sources = sorted(set(sources) | set(_sources_of(args.keep)))
+    names = sorted(sources)
     text = d.to_markdown(d.Doc("", [d.table(head, body)]), Path("."), "").removeprefix("# \n\n")
-    note = (f"Latency source: {', '.join(sources)}"
-            + (" (MODELLED by the roofline model, not measured)." if sources == ["model"] else "."))
+    note = (f"{SOURCE_LINE}{', '.join(names)}"
+            + (" (MODELLED by the roofline model, not measured)." if names == ["model"] else "."))
     if kept:
         note += ("\nKept from the earlier table (their runs are not on the machine that wrote this one): "
                  + ", ".join(r[1] for r in kept) + ".")
