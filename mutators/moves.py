@@ -2,8 +2,9 @@
 
 Structural moves change what the sweep of SPACE cannot: a loop
 specialized away when one block covers it, a value computed twice computed once
-(`mutators.moves_structure`); a summing loop spread over a new grid axis, its partial sums added
-atomically (`mutators.moves_split`).
+(`mutators.moves_structure`); two loops over one range fused, a loop-invariant value or load moved out
+of its loop (`mutators.moves_loops`); a summing loop spread over a new grid axis, its partial sums
+added atomically (`mutators.moves_split`).
 Weights are the default proposal probabilities (relative): meta-parameter moves are the cheapest
 way to a faster correct kernel, so they are drawn more often than a random statement deletion.
 """
@@ -22,6 +23,7 @@ from mutators.moves_code import (
     SwapStatements,
 )
 from mutators.moves_hints import HINTS, AddHint, CacheHint, DtypeChange, LoopKind, MaskChange, RemoveHint
+from mutators.moves_loops import FuseLoops, HoistInvariant
 from mutators.moves_split import SplitReduction
 from mutators.moves_structure import ReuseValue, SingleBlock
 
@@ -44,13 +46,16 @@ MOVES: tuple[Move, ...] = (
     DtypeChange(),
     SingleBlock(),
     ReuseValue(),
+    FuseLoops(),
+    HoistInvariant(),
     SplitReduction(),
 )
 MOVE_NAMES: tuple[str, ...] = tuple(m.name for m in MOVES)
 # a structural move has few sites and each is a large step, so it is drawn a little more often than a
 # statement edit; where it finds no site the chain just draws again
 DEFAULT_WEIGHTS: dict[str, float] = {name: 1.0 for name in MOVE_NAMES} | {
-    "param x2": 4.0, "param /2": 4.0, "single block": 2.0, "split reduction": 2.0}
+    "param x2": 4.0, "param /2": 4.0, "single block": 2.0, "split reduction": 2.0,
+    "fuse loops": 2.0, "hoist invariant": 2.0}
 
 
 def move_named(name: str) -> Move:
