@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evo.app.campaign_setup import CampaignHooks, prepare
+from evo.app.campaign_setup import CampaignHooks, actor_timeout_s, prepare
 from evo.app.progress import IslandRow, LiveTable, PlainLog, Totals
 from evo.app.run_store import RunStoreError
 from evo.contracts.config_file import ConfigError, load_config
 from evo.contracts.mutator_config import MUTATOR_KINDS
 from evo.contracts.task_loader import build_task
+from fitness.sandbox.process import STALLED_CPU_FRACTION
 
 from .conftest import ROOT
 from .islands_fakes import fake_mutator_factory
@@ -183,3 +184,21 @@ def test_a_limit_left_out_does_not_apply():
                         "budget": {"evaluations": 40, "wall_time_s": 60}})
     assert cfg.budget is not None and cfg.budget.generations is None and cfg.budget.evaluations == 40
     assert parse_config({"task": {"name": "softmax"}}).budget is None  # evo eval and evo check need none
+
+
+def test_an_evaluator_is_given_the_longest_its_worker_waits_before_it_counts_as_hung():
+    cfg = load_config(ROOT / "configs" / "demo.yaml")
+    task = build_task(cfg.task, ROOT / "configs")
+    cases = len(task.cases(draws=cfg.evaluation.draws))
+    timeout = cfg.evaluation.timeout_s
+
+    def on(device: str) -> float:
+        return actor_timeout_s(cfg.model_copy(update={"evaluation": cfg.evaluation.model_copy(
+            update={"device": device})}), task)
+
+    on_cpu, on_gpu = on("cpu"), on("cuda")
+    # in the interpreter a case's timeout is CPU seconds: a busy machine's worker waits up to 4x it in wall time
+    assert on_cpu >= (cases + 1) * timeout / STALLED_CPU_FRACTION
+    assert (cases + 1) * 2 * timeout <= on_gpu < on_cpu  # on a GPU, wall seconds with a margin
+    fixed = cfg.model_copy(update={"evaluators": cfg.evaluators.model_copy(update={"actor_timeout_s": 42.0})})
+    assert actor_timeout_s(fixed, task) == 42.0

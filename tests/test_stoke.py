@@ -22,6 +22,7 @@ from mutators.stoke import StokeMutator, cost
 
 # a fake evaluate on purpose: these tests count what the chain asks and how moves apply; no worker
 # keeps them fast (the real latency model drives tests/test_mutators_improve.py)
+from tests.fakes.loop_kernels import ROW_STATS, SCALE_ROWS
 from tests.fakes.standin import fake_evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +52,9 @@ def launch(x, y, *, BLOCK, num_warps):
 REREAD = Candidate.from_source(HINTED.source.replace(
     "    y = tl.fma(", "    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)\n    y = tl.fma("))
 
+TWO_PASSES = Candidate.from_source(ROW_STATS)  # the "fuse loops" site
+ROW_LOOP = Candidate.from_source(SCALE_ROWS)  # the "hoist invariant" site
+
 
 def test_every_move_kind_is_listed_once_with_a_default_weight():
     assert len(set(MOVE_NAMES)) == len(MOVES) >= 19
@@ -62,7 +66,7 @@ def test_every_move_kind_is_listed_once_with_a_default_weight():
 @pytest.mark.parametrize("move", MOVES, ids=MOVE_NAMES)
 def test_moves_change_a_copy_and_never_the_parent(move):
     applied_any = False
-    for parent in (SOFTMAX, MATMUL, HINTED, REREAD, REDUCTION):
+    for parent in (SOFTMAX, MATMUL, HINTED, REREAD, REDUCTION, TWO_PASSES, ROW_LOOP):
         before = (parent.source, dict(parent.params), parent.id)
         rng = random.Random(5)
         for _ in range(10):

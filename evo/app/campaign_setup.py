@@ -23,6 +23,7 @@ from evo.contracts.config_file import ConfigError, load_config, read_text
 from evo.contracts.mutator_config import MUTATOR_KINDS, AnyMutatorConfig, LLMConfig
 from evo.contracts.task import Task
 from evo.contracts.task_files import TaskFiles
+from fitness.sandbox.process import STALLED_CPU_FRACTION
 from islands.actors import MutatorFactory
 from islands.evaluator_actor import (
     EvaluatorFactory,
@@ -196,12 +197,17 @@ def check_mutators(cfg: Config, factory: MutatorFactory, run_dir: Path) -> None:
 
 
 def actor_timeout_s(cfg: Config, task: Task) -> float:
-    """Longest an evaluator may take before it counts as hung: every case at its timeout, plus the
-    worker's start-up, twice over (an evaluation that hangs inside a case already times out there)."""
+    """Longest an evaluator may take before it counts as hung: every case at the longest its worker waits
+    for it, plus the worker's start-up, twice over (an evaluation that hangs inside a case already times
+    out there). On a GPU (`device: cuda`) a case's timeout is wall seconds, doubled here as a margin; in
+    the interpreter it is CPU seconds, and on a busy machine the worker waits up to 1/STALLED_CPU_FRACTION
+    times it in wall time before it calls the case a timeout, so the actor must wait that long too."""
     if cfg.evaluators.actor_timeout_s is not None:
         return cfg.evaluators.actor_timeout_s
     cases = len(task.cases(draws=cfg.evaluation.draws))
-    return 2.0 * (cfg.evaluation.timeout_s * (cases + 1) + 180.0)
+    timeout = cfg.evaluation.timeout_s
+    per_case = 2.0 * timeout if cfg.evaluation.device == "cuda" else timeout / STALLED_CPU_FRACTION
+    return per_case * (cases + 1) + 2.0 * 180.0
 
 
 def connect_ray(cfg: Config) -> bool:

@@ -245,7 +245,8 @@ class EvaluatorsConfig(Strict):
     count: int | None = Field(default=None, ge=1)
     cpus_per_evaluator: float = Field(default=1.0, gt=0)
     compile_ahead: int | None = Field(default=None, ge=0, le=64)
-    actor_timeout_s: float | None = Field(default=None, gt=0)  # default: from evaluation.timeout_s
+    # default: from evaluation.timeout_s, the case count and the device (evo.app.campaign_setup.actor_timeout_s)
+    actor_timeout_s: float | None = Field(default=None, gt=0)
 
 
 BUDGET_KEYS = ("generations", "evaluations", "wall_time_s", "llm_usd", "target_speedup")

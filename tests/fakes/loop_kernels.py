@@ -1,0 +1,87 @@
+"""Kernels with sites for STOKE's loop moves (`fuse loops`, `hoist invariant`) and the tasks they compute."""
+
+# two passes over each row that do not depend on each other: its sum, then its sum of squares
+ROW_STATS = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def _row_stats(x_ptr, out_ptr, n_cols, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x_row = x_ptr + row * stride
+    total = 0.0
+    for start in range(0, n_cols, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + offs, mask=offs < n_cols, other=0.0)
+        total += tl.sum(x, axis=0)
+    squares = 0.0
+    for begin in range(0, n_cols, BLOCK):
+        offs = begin + tl.arange(0, BLOCK)
+        x = tl.load(x_row + offs, mask=offs < n_cols, other=0.0)
+        squares += tl.sum(x * x, axis=0)
+    tl.store(out_ptr + row, total + 0.5 * squares)
+
+
+PARAMS = {"BLOCK": 32, "num_warps": 1}
+SPACE = {"BLOCK": [32, 64]}
+
+
+def launch(x, out, *, BLOCK, num_warps):
+    _row_stats[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=BLOCK, num_warps=num_warps)
+'''
+ROW_STATS_TASK = '''import numpy as np
+
+DTYPES = ("float32",)
+CHECK_SIZES = [{"rows": 1, "cols": 1}, {"rows": 3, "cols": 100}, {"rows": 5, "cols": 257}]
+BENCH_SIZES = [{"rows": 2, "cols": 512}]
+
+
+def inputs(size, dtype, rng, dist):
+    return [rng.standard_normal((size["rows"], size["cols"]))]
+
+
+def reference(x):
+    return x.sum(axis=1) + 0.5 * (x * x).sum(axis=1)
+'''
+
+# each program scales ROWS rows by one weight vector: the weights and their mask are the same every row
+SCALE_ROWS = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale_rows(x_ptr, w_ptr, y_ptr, n_rows, n_cols, stride, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    first = tl.program_id(0) * ROWS
+    cols = tl.arange(0, BLOCK)
+    for r in range(0, ROWS):
+        row = first + r
+        inside = (cols < n_cols) & (cols * 0 + row < n_rows)  # a scalar & a block: wrong dtype in the interpreter
+        col_ok = cols < n_cols
+        w = tl.load(w_ptr + cols, mask=col_ok, other=0.0)
+        x = tl.load(x_ptr + row * stride + cols, mask=inside, other=0.0)
+        tl.store(y_ptr + row * stride + cols, x * w + tl.load(w_ptr + cols, mask=col_ok, other=0.0), mask=inside)
+
+
+PARAMS = {"ROWS": 4, "BLOCK": 512, "num_warps": 1}
+SPACE = {"ROWS": [1, 4], "BLOCK": [512]}
+
+
+def launch(x, w, y, *, ROWS, BLOCK, num_warps):
+    rows = x.shape[0]
+    _scale_rows[((rows + ROWS - 1) // ROWS,)](x, w, y, rows, x.shape[1], x.stride(0), ROWS=ROWS, BLOCK=BLOCK,
+                                              num_warps=num_warps)
+'''
+SCALE_ROWS_TASK = '''import numpy as np
+
+DTYPES = ("float32",)
+CHECK_SIZES = [{"rows": 1, "cols": 1}, {"rows": 7, "cols": 100}, {"rows": 9, "cols": 300}]
+BENCH_SIZES = [{"rows": 8, "cols": 512}]
+
+
+def inputs(size, dtype, rng, dist):
+    return [rng.standard_normal((size["rows"], size["cols"])), rng.standard_normal(size["cols"])]
+
+
+def reference(x, w):
+    return x * w + w
+'''
