@@ -74,7 +74,10 @@ def test_stoke_alone_improves_on_the_seed(name, evaluators, tmp_path):
     task, ev = evaluators[name]
     m = build_mutator(StokeConfig(chain_length=4), run_dir=tmp_path, seed=0)
     assert isinstance(m, StokeMutator)
-    solo = run_alone(m, task, ev, generations=4, until_improved=True)
+    # a chain finds a cheaper correct state about one time in four or five (a meta-parameter step on BLOCK
+    # is one draw in ten), so a fixed seed's first improvement may come late: island seed 0 finds it at
+    # generation 16 with the current move set; the loop stops at the first generation that improves
+    solo = run_alone(m, task, ev, generations=20, until_improved=True)
     _assert_improved(solo, "stoke")
     print(m.table_text())
     assert "param x2" in m.table_text() and "total" in m.table_text()
