@@ -18,10 +18,10 @@ import ast
 from dataclasses import dataclass
 
 from mutators.ast_edit import Kernels, tl_function
-from mutators.value_numbering import stored_names
+from mutators.value_numbering import PURE_BUILTINS, stored_names
 
 _UNKNOWN_EFFECTS = frozenset({"debug_barrier", "device_print", "device_assert", "inline_asm_elementwise"})
-_PURE_BUILTINS = frozenset({"float", "int", "bool", "min", "max", "abs", "len", "range"})
+EXITS = (ast.Break, ast.Continue, ast.Return)
 
 
 def reads(node: ast.AST | list[ast.stmt]) -> set[str]:
@@ -95,7 +95,7 @@ class Memory:
             if not isinstance(n, ast.Call):
                 continue
             name = tl_function(n, self.k)
-            if name in _UNKNOWN_EFFECTS or (isinstance(n.func, ast.Name) and n.func.id not in _PURE_BUILTINS):
+            if name in _UNKNOWN_EFFECTS or (isinstance(n.func, ast.Name) and n.func.id not in PURE_BUILTINS):
                 return None
             if name == "load" or name == "store" or (name or "").startswith("atomic"):
                 pointer = n.args[0] if n.args else next((kw.value for kw in n.keywords if kw.arg == "pointer"), None)

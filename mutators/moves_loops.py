@@ -27,10 +27,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from mutators.ast_edit import AstMove, Kernels, bodies, local_names, pick, tl_function
-from mutators.loop_facts import Memory, conflict, defined_first, reads, stores
+from mutators.loop_facts import EXITS, Memory, conflict, defined_first, reads, stores
 from mutators.value_numbering import drop_redundant
 
-_EXITS = (ast.Break, ast.Continue, ast.Return)
 _COMPOUND = (ast.For, ast.While, ast.If, ast.With, ast.AsyncFor, ast.AsyncWith, ast.Try)
 
 
@@ -44,7 +43,7 @@ def _loop(s: ast.stmt, k: Kernels) -> ast.For | None:
     plain = isinstance(it.func, ast.Name) and it.func.id == "range"
     if not (plain or tl_function(it, k) in ("range", "static_range")):
         return None
-    return None if any(isinstance(n, _EXITS) for n in ast.walk(s)) else s
+    return None if any(isinstance(n, EXITS) for n in ast.walk(s)) else s
 
 
 def _movable(s: ast.stmt, a: ast.For, memory: Memory) -> bool:

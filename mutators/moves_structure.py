@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from mutators.ast_edit import AstMove, Kernels, bodies, pick
+from mutators.loop_facts import EXITS, constexprs
 from mutators.value_numbering import drop_redundant, redundant, stored_names
-
-_EXITS = (ast.Break, ast.Continue, ast.Return)
 
 
 @dataclass(frozen=True)
@@ -35,10 +34,6 @@ class _Run:
     start: ast.expr
     stop: ast.expr
     step: str
-
-
-def _constexprs(fn: ast.FunctionDef) -> set[str]:
-    return {a.arg for a in fn.args.args if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)}
 
 
 def _range_of(s: ast.stmt, k: Kernels, blocks: set[str]) -> tuple[str, ast.expr, ast.expr, str] | None:
@@ -55,7 +50,7 @@ def _range_of(s: ast.stmt, k: Kernels, blocks: set[str]) -> tuple[str, ast.expr,
     start, stop, step = it.args
     if not (plain or tl_range) or not (isinstance(step, ast.Name) and step.id in blocks):
         return None
-    if any(isinstance(n, _EXITS) for n in ast.walk(s)):
+    if any(isinstance(n, EXITS) for n in ast.walk(s)):
         return None
     return f"{ast.unparse(start)}|{ast.unparse(stop)}|{step.id}", start, stop, step.id
 
@@ -75,7 +70,7 @@ def _specialized_already(k: Kernels) -> set[int]:
     for fn in k.functions:
         for n in ast.walk(fn):
             if isinstance(n, ast.If) and n.orelse and isinstance(n.orelse[0], ast.For):
-                key = _range_of(n.orelse[0], k, _constexprs(fn))
+                key = _range_of(n.orelse[0], k, constexprs(fn))
                 if key is not None and ast.unparse(n.test) == ast.unparse(_condition(*key[1:])):
                     out.add(id(n.orelse))
     return out
@@ -85,7 +80,7 @@ def _runs(k: Kernels) -> list[_Run]:
     done = _specialized_already(k)
     out: list[_Run] = []
     for fn in k.functions:
-        blocks = _constexprs(fn)
+        blocks = constexprs(fn)
         lists = [b for b in bodies(Kernels(k.tree, [fn], k.tl_names)) if id(b) not in done]
         for body in lists:
             groups: dict[str, list[int]] = {}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 # calls that write memory or order threads: values read from memory do not survive them
 _EFFECTS = frozenset({"store", "debug_barrier", "device_print", "device_assert", "inline_asm_elementwise"})
-_PURE_BUILTINS = frozenset({"float", "int", "bool", "min", "max", "abs", "len", "range"})
+PURE_BUILTINS = frozenset({"float", "int", "bool", "min", "max", "abs", "len", "range"})
 _MAX_TEXT = 4000  # a longer value is given an opaque name instead (chains of updates grow quickly)
 
 
@@ -35,7 +35,7 @@ def writes_memory(node: ast.AST) -> bool:
                 kw.arg == "volatile" and not (isinstance(kw.value, ast.Constant) and not kw.value.value)
                 for kw in n.keywords)  # a volatile load waits on other programs' writes: never reused
             if volatile or name in _EFFECTS or name.startswith("atomic") or (
-                    isinstance(n.func, ast.Name) and name not in _PURE_BUILTINS):
+                    isinstance(n.func, ast.Name) and name not in PURE_BUILTINS):
                 return True
     return False
 
