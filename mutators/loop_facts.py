@@ -6,9 +6,10 @@ it (a per-iteration local, which no other iteration or loop sees).
 Memory: every load, store and atomic with the kernel parameter its pointer is rooted in. The root is
 the one non-constexpr parameter among the additive terms of the pointer, followed through the local
 names it was built from (``x_row = x_ptr + row * stride`` then ``tl.load(x_row + offs)`` is rooted in
-``x_ptr``). Two accesses may touch the same memory unless both have a root and the roots differ;
-a write that nothing can attribute (a barrier, a print, inline assembly, a call to another function)
-makes the whole subtree unknown. Roots trust that `launch` passes different tensors to different
+``x_ptr``). A parameter the kernel reassigns also has the roots of what it is assigned, and both
+sides of a difference count. Two accesses may touch the same memory unless both have a root and the roots
+differ; a write that nothing can attribute (a barrier, a print, inline assembly, a call to another
+function) makes the whole subtree unknown. Roots trust that `launch` passes different tensors to different
 parameters; where it does not, the equivalence check is what finds out.
 """
 
@@ -113,16 +114,16 @@ class Memory:
         """Parameters among the additive terms of `e`, through local names; None where a term cannot be read."""
         if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
             left = self._roots(e.left, seen)
-            right = self._roots(e.right, seen) if isinstance(e.op, ast.Add) else set()
+            right = self._roots(e.right, seen)  # `x_ptr - (x_ptr - out_ptr)` is out_ptr's memory
             return None if left is None or right is None else left | right
         if isinstance(e, ast.Subscript):  # ptrs[:, None]: the same pointers, broadcast
             return self._roots(e.value, seen)
         if isinstance(e, ast.Name):
-            if e.id in self.params:
-                return {e.id}
             if e.id in seen:
                 return set()
-            out: set[str] = set()
+            # a parameter is its own root, and also that of whatever the kernel assigns to it
+            # (`x_ptr += row * stride` keeps x_ptr; `x_ptr = out_ptr` makes it either)
+            out: set[str] = {e.id} if e.id in self.params else set()
             for value in self.values.get(e.id, []):
                 if isinstance(value, ast.Constant) and value.value is None:
                     return None

@@ -97,6 +97,8 @@ NOT_FUSED: dict[str, list[tuple[str, str]]] = {
     "the second assigns the first's loop variable": [
         ("offs = begin + tl", "start = begin\n        offs = start + tl")],
     "the second grows the first's offsets": [("offs = begin + tl", "offs = offs * 0 + begin + tl")],
+    "the second's output parameter made the first's input": [
+        (ZERO, ZERO + "\n    out_ptr = x_ptr"), (SQUARES, SQUARES + "\n        tl.store(out_ptr + offs, x)")],
     "conditionally assigned in the second": [(SQUARES, "if begin > 0:\n            total = 0.0\n        " + SQUARES)],
 }
 
@@ -130,6 +132,10 @@ NOT_HOISTED: dict[str, list[tuple[str, str]]] = {
                        (" + tl.load(w_ptr + cols, mask=col_ok, other=0.0)", " + w")],
     "in a conditional expression": [(" + tl.load(w_ptr + cols, mask=col_ok, other=0.0)",
                                      " + (tl.load(w_ptr + cols, mask=col_ok, other=0.0) if ROWS > 1 else 0.0)")],
+    "the weights' parameter made the output's": [("    first = ", "    w_ptr = y_ptr\n    first = ")],
+    "the weights' parameter moved onto the output": [("    first = ", "    w_ptr += y_ptr - w_ptr\n    first = ")],
+    "the weights' pointer taken back onto the output's": [
+        ("tl.load(w_ptr + cols", "tl.load(w_ptr + 0 - (w_ptr - y_ptr) + cols")],
     "the store's pointer is unknown": [("tl.store(y_ptr + row", "tl.store(y_ptr + w_ptr + row")],
 }
 
