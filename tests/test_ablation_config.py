@@ -103,11 +103,26 @@ def test_the_shipped_ablation_compares_every_mutator_subset_with_the_llm_replaye
     preflight(ab)  # every variant's task and mutators build, with no key and no network
 
 
-SEARCH_ABLATIONS = sorted(p.stem for p in (ROOT / "configs" / "ablation_search").glob("*.yaml") if p.stem != "base")
+# the search ablations on tasks outside the library: `examples/<name>`, given by path
+EXAMPLE_ABLATIONS = ["row_moments"]
+SEARCH_ABLATIONS = sorted(p.stem for p in (ROOT / "configs" / "ablation_search").glob("*.yaml")
+                          if p.stem != "base" and p.stem not in EXAMPLE_ABLATIONS)
 
 
 def test_there_is_a_search_ablation_for_each_library_task():
     assert set(SEARCH_ABLATIONS) == {p.name for p in TASK_LIBRARY.iterdir() if (p / "task.py").is_file()}
+
+
+@pytest.mark.parametrize("example", EXAMPLE_ABLATIONS)
+def test_the_example_search_ablations_run_their_example_task(example: str):
+    ab = load_ablation(ROOT / "configs" / "ablation_search" / f"{example}.yaml")
+    assert set(ab.variants) == {"evolution", "random-search"}
+    for cfg in ab.variants.values():
+        assert cfg.task.name is None and cfg.task.path is not None
+        assert (ab.base_dir / cfg.task.path).resolve() == (ROOT / "examples" / example).resolve()
+    assert sorted(m.kind for m in ab.variants["evolution"].mutators) == ["optuna", "stoke"]
+    assert ab.cfg.baseline == "random-search" and len(ab.cfg.seeds) == 5
+    preflight(ab)
 
 
 @pytest.mark.parametrize("task", SEARCH_ABLATIONS)
