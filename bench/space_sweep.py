@@ -1,6 +1,7 @@
 """The sweep any search must beat: every point of a task's seed SPACE evaluated once, the best kept.
 
     PYTHONPATH=. python3 bench/space_sweep.py softmax [layernorm ...] [--target-gpu h100] [--device cpu]
+    PYTHONPATH=. python3 bench/space_sweep.py examples/row_moments     # a task folder outside the library
 
 Each point runs the full evaluation (`fitness.evaluate.Evaluator`, level ``full``: the check, then the
 latency, modelled without a GPU) in SPACE order. Prints the table and records, per task key, latency
@@ -58,10 +59,18 @@ def _speedup(ev: Evaluator, candidate: Candidate, label: str) -> tuple[float | N
     return (float(x) if x else None), source, verdict.latency_gpu
 
 
+def task_folder(name: str) -> Path:
+    """A library task's folder, or `name` itself where it is a folder holding a task.py."""
+    given = Path(name)
+    return given if (given / "task.py").is_file() else TASK_LIBRARY / name
+
+
 def sweep(name: str, settings: EvaluationConfig, *, max_points: int | None = None,
           do_sweep: bool = True, workload: str | None = None) -> dict[str, Any]:
     """The sweep's entry for one task; without `do_sweep` (or past `max_points`) the known-better only."""
-    task = NativeTask(TASK_LIBRARY / name)
+    folder = task_folder(name)
+    name = folder.name
+    task = NativeTask(folder)
     if workload:
         task.use_workload(workload)
     assert task.seed_source is not None, f"{name} has no seed"
@@ -77,7 +86,7 @@ def sweep(name: str, settings: EvaluationConfig, *, max_points: int | None = Non
             if x:  # a failed point has no latency source: it must not blank the key's
                 rows.append((params, x))
                 source, gpu = x_source, x_gpu
-        better = TASK_LIBRARY / name / "known_better.py"
+        better = folder / "known_better.py"
         if better.is_file():
             known, k_source, k_gpu = _speedup(ev, Candidate.from_file(better), f"{name} known-better")
             source, gpu = source or k_source, gpu or k_gpu

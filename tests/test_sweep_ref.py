@@ -114,3 +114,15 @@ def test_the_sweep_records_the_known_better_kernel_and_skips_a_space_too_large(t
     assert space_sweep.main() == 0
     assert "not swept (35 points); known-better 9.000x" in capsys.readouterr().out
     assert "best_speedup" not in next(iter(load_sweeps(tmp_path / "big.json").values()))
+
+
+def test_a_task_folder_outside_the_library_is_swept_by_its_path(tmp_path, monkeypatch):
+    monkeypatch.setattr(space_sweep, "Evaluator", FakeEvaluator)
+    FakeEvaluator.evaluated.clear()
+    out = tmp_path / "sweeps.json"
+    monkeypatch.setattr(sys, "argv", ["space_sweep.py", str(ROOT / "examples" / "row_moments"), "--output", str(out)])
+    assert space_sweep.main() == 0
+    ref = next(iter(load_sweeps(out).values()))
+    assert ref["task"] == "row_moments" and ref["task_key"].startswith("row_moments-")
+    assert (ref["points"], ref["best_speedup"], ref["known_better_speedup"]) == (35, 8.192, None)
+    assert len(FakeEvaluator.evaluated) == 35  # no known-better kernel there
