@@ -1,6 +1,7 @@
 """STOKE moves that restructure loops and keep their meaning: fusion and hoisting.
 
-- `FuseLoops`: two loops over the same range become one, the second's body after the first's in each
+- `FuseLoops`: two loops over the same range (the same arguments, whether `range`, `tl.range` with its
+  pipelining hints, or `tl.static_range`) become one, the second's body after the first's in each
   iteration (simple statements between them that do not touch what the first loop does, such as the
   second's accumulator set to zero, move before the first), then what the second recomputes is dropped
   (the same offsets, the same load): two passes over a row that read it independently (a sum and a
@@ -55,10 +56,22 @@ def _movable(s: ast.stmt, a: ast.For, memory: Memory) -> bool:
     return not (reads(s) & touched or stores(s) & (touched | reads(a.body) | reads(a.iter)))
 
 
+# keywords of `tl.range` that change how a loop is compiled, not the values it walks
+_LOOP_HINTS = frozenset({"num_stages", "loop_unroll_factor", "disallow_acc_multi_buffer", "flatten",
+                         "warp_specialize"})
+
+
+def _walk(loop: ast.For) -> str:
+    """What a loop's range walks: its arguments, whichever of range / tl.range / tl.static_range it is."""
+    assert isinstance(loop.iter, ast.Call)
+    kept = [k for k in loop.iter.keywords if k.arg not in _LOOP_HINTS]
+    return ast.unparse(ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=loop.iter.args, keywords=kept))
+
+
 def _fusable(a: ast.For, b: ast.For, memory: Memory) -> bool:
     assert isinstance(a.target, ast.Name) and isinstance(b.target, ast.Name)
-    if ast.unparse(a.iter) != ast.unparse(b.iter):
-        return False
+    if _walk(a) != _walk(b):
+        return False  # the fused loop keeps the first's range call (and its hints)
     va, vb = a.target.id, b.target.id
     stored_a, stored_b = stores(a.body), stores(b.body)
     if va in stored_a or vb in stored_b:

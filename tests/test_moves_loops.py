@@ -108,6 +108,15 @@ def test_no_fusion_where_it_could_change_the_result(case):
     assert _moved(FuseLoops(), _edited(ROW_STATS, *NOT_FUSED[case])) is None
 
 
+def test_loops_over_the_same_values_fuse_whichever_range_function_walks_them():
+    pipelined = _edited(ROW_STATS, ("for begin in range(0, n_cols, BLOCK)", "for begin in tl.range(0, n_cols, BLOCK, "
+                                                                           "num_stages=2)"))
+    fused = _moved(FuseLoops(), pipelined)
+    assert fused is not None and "for start in range(0, n_cols, BLOCK):" in fused.source, "the first's range kept"
+    other_step = _edited(ROW_STATS, ("for begin in range(0, n_cols, BLOCK)", "for begin in tl.range(0, n_cols, 2)"))
+    assert _moved(FuseLoops(), other_step) is None
+
+
 def test_a_store_to_other_memory_does_not_stop_the_fusion():
     source = _edited(ROW_STATS, (SQUARES, SQUARES + "\n        tl.store(out_ptr + row + offs * 0, x, mask=offs < 1)"))
     assert _moved(FuseLoops(), source) is not None
