@@ -82,7 +82,8 @@ def rows_of(path: Path, output: Path | None, sweeps: Path) -> list[Row]:
         cfg = ablation.variants[variant]
         summary = next((t.run.summary for t in ts if t.run.summary), None)
         llm = any(m.kind == "llm" for m in cfg.mutators)
-        out.append(Row(cfg.task.name or "?", f"{ablation.cfg.name}/{variant}", llm, ts,
+        task = cfg.task.name or Path(cfg.task.path or cfg.task.kernelbench or "?").stem  # a folder's or file's name
+        out.append(Row(task, f"{ablation.cfg.name}/{variant}", llm, ts,
                        reference_of(summary, sweeps) if summary else None))
     return out
 

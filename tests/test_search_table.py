@@ -19,11 +19,12 @@ from .reports.synthetic import Ev, make_run
 TASK_KEY = "softmax-synthetic"
 
 
-def ablation(tmp_path: Path, runs: dict[str, list[list[Ev]]], *, swept: bool = True) -> tuple[Path, Path]:
+def ablation(tmp_path: Path, runs: dict[str, list[list[Ev]]], *, swept: bool = True,
+             task: dict[str, str] | None = None) -> tuple[Path, Path]:
     """An ablation file, its directory with the given finished runs (variant -> one history per
     seed) and a sweeps file with the task's sweep (2.0x, unless not `swept`) and known-better (4.0x)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
-    (tmp_path / "base.yaml").write_text(yaml.safe_dump({"name": "b", "task": {"name": "softmax"},
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump({"name": "b", "task": task or {"name": "softmax"},
                                                         "mutators": [{"kind": "stoke"}]}))
     variants = {v: ({} if v == "evolution" else {"mutators": [{"kind": "sweep", "order": "random"}]}) for v in runs}
     path = tmp_path / "search.yaml"
@@ -74,6 +75,15 @@ def test_each_strategy_is_set_against_the_sweep_and_the_known_better_kernel(tmp_
     assert rnd[5:7] == ["2.000x", "the same as the sweep (within 1%)"]
     assert rnd[-2:] == ["3 [3-3]", "20 [20-20]"]
     assert "MODELLED" in text
+
+
+def test_a_task_given_by_its_folder_is_named_after_it(tmp_path, capsys):
+    example = Path(__file__).resolve().parent.parent / "examples" / "row_moments"
+    path, sweeps = ablation(tmp_path, {"evolution": [climb(0.4)], "random-search": [climb(0.5)]},
+                            task={"path": str(example)})
+    assert search_table.main([str(path), "--sweeps", str(sweeps)]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if "search-softmax/" in line]
+    assert len(rows) == 2 and all(line.startswith("| row_moments |") for line in rows), rows
 
 
 def test_a_task_too_large_to_sweep_says_so_and_the_report_names_only_the_known_better(tmp_path, capsys):
