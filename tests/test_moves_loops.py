@@ -20,7 +20,7 @@ from fitness.evaluate import Evaluator
 from mutators.ast_edit import Move
 from mutators.moves import DEFAULT_WEIGHTS, MOVE_NAMES
 from mutators.moves_loops import FuseLoops, HoistInvariant
-from tests.fakes.loop_kernels import ROW_STATS, ROW_STATS_TASK, SCALE_ROWS, SCALE_ROWS_TASK
+from tests.fakes.loop_kernels import ROW_MOMENTS, ROW_STATS, ROW_STATS_TASK, SCALE_ROWS, SCALE_ROWS_TASK
 
 
 def _moved(move: Move, source: str, seed: int = 0) -> Candidate | None:
@@ -190,8 +190,6 @@ def test_the_moved_kernels_pass_the_checker(tmp_path: Path, kernel: str, task: s
         assert wrong != moved.source
         assert ev.evaluate(Candidate(wrong, dict(moved.params))).status is Status.WRONG_OUTPUT
 
-
-ROW_MOMENTS = Path(__file__).resolve().parent.parent / "examples" / "row_moments"
 
 
 def test_the_row_moments_example_reads_each_row_once_after_fusion():

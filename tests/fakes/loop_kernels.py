@@ -1,48 +1,16 @@
 """Kernels with sites for STOKE's loop moves (`fuse loops`, `hoist invariant`) and the tasks they compute."""
 
-# two passes over each row that do not depend on each other: its sum, then its sum of squares
-ROW_STATS = '''import triton
-import triton.language as tl
+from pathlib import Path
 
+ROW_MOMENTS = Path(__file__).resolve().parent.parent.parent / "examples" / "row_moments"
+_SECOND = "    squares = 0.0\n    for start in range(0, n_cols, BLOCK):\n        offs = start + "
 
-@triton.jit
-def _row_stats(x_ptr, out_ptr, n_cols, stride, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    x_row = x_ptr + row * stride
-    total = 0.0
-    for start in range(0, n_cols, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        x = tl.load(x_row + offs, mask=offs < n_cols, other=0.0)
-        total += tl.sum(x, axis=0)
-    squares = 0.0
-    for begin in range(0, n_cols, BLOCK):
-        offs = begin + tl.arange(0, BLOCK)
-        x = tl.load(x_row + offs, mask=offs < n_cols, other=0.0)
-        squares += tl.sum(x * x, axis=0)
-    tl.store(out_ptr + row, total + 0.5 * squares)
-
-
-PARAMS = {"BLOCK": 32, "num_warps": 1}
-SPACE = {"BLOCK": [32, 64]}
-
-
-def launch(x, out, *, BLOCK, num_warps):
-    _row_stats[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=BLOCK, num_warps=num_warps)
-'''
-ROW_STATS_TASK = '''import numpy as np
-
-DTYPES = ("float32",)
-CHECK_SIZES = [{"rows": 1, "cols": 1}, {"rows": 3, "cols": 100}, {"rows": 5, "cols": 257}]
-BENCH_SIZES = [{"rows": 2, "cols": 512}]
-
-
-def inputs(size, dtype, rng, dist):
-    return [rng.standard_normal((size["rows"], size["cols"]))]
-
-
-def reference(x):
-    return x.sum(axis=1) + 0.5 * (x * x).sum(axis=1)
-'''
+# the shipped example's two passes over each row that do not depend on each other (its sum, then its sum of
+# squares), the second loop's variable renamed so a fusion must also carry the first's over
+ROW_STATS = (ROW_MOMENTS / "seed.py").read_text().replace(
+    _SECOND, _SECOND.replace("for start", "for begin").replace("= start", "= begin"))
+assert "for begin" in ROW_STATS
+ROW_STATS_TASK = (ROW_MOMENTS / "task.py").read_text()
 
 # each program scales ROWS rows by one weight vector: the weights and their mask are the same every row
 SCALE_ROWS = '''import triton
