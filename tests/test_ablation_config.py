@@ -84,6 +84,30 @@ def test_a_variant_whose_mutator_cannot_be_built_fails_before_any_run(tmp_path, 
     assert not (tmp_path / "out").exists()
 
 
+def test_a_selection_keeps_the_runs_of_its_variants_and_seeds_and_names_what_the_file_lacks(tmp_path, capsys):
+    ab = load_ablation(write(tmp_path, {"a": {}, "b": {"islands": {"count": 1}}, "c": {}}))
+    assert [r.key for r in ab.select(["c", "a"], [1])] == ["a-s1", "c-s1"]
+    assert [r.key for r in ab.select(["b"])] == ["b-s0", "b-s1"]
+    assert [r.key for r in ab.select(seeds=[0])] == ["a-s0", "b-s0", "c-s0"]
+    assert ab.select() == ab.runs()
+    with pytest.raises(ConfigError, match=r"no variant 'z' \(variants: a, b, c\)"):
+        ab.select(["a", "z"])
+    with pytest.raises(ConfigError, match=r"no seed 7 \(seeds: 0, 1\)"):
+        ab.select(seeds=[7])
+    capsys.readouterr()
+    assert main(["ablate", str(ab.source), "--variant", "z"]) == 2
+    assert "no variant 'z'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_broken_variant_that_is_not_selected_does_not_stop_the_others(tmp_path, monkeypatch):
+    monkeypatch.delenv("EVO_TEST_ABSENT_KEY", raising=False)
+    path = write(tmp_path, {"a": {}, "live": {"mutators": [{"kind": "llm", "api_key_env": "EVO_TEST_ABSENT_KEY"}]}})
+    preflight(load_ablation(path), variants=["a"])  # no error: `live` is not built
+    with pytest.raises(ConfigError, match=r"variants\.live"):
+        preflight(load_ablation(path), variants=["a", "live"])
+
+
 def test_the_shipped_ablation_compares_every_mutator_subset_with_the_llm_replayed(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # replay needs no key
     ab = load_ablation(SHIPPED)

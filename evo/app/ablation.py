@@ -20,6 +20,7 @@ import json
 import queue
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -145,6 +146,10 @@ def _config_dir(run_dir: Path) -> Path | None:
         return None
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
 def _now() -> str:
     return dt.datetime.now().isoformat(timespec="seconds")
 
@@ -186,11 +191,14 @@ def demand(spec: RunSpec, cluster: dict[str, float]) -> Demand:
 
 
 class AblationRunner:
-    """Runs what is left of an ablation; `stop()` (from any thread) ends it after the current generations."""
+    """Runs what is left of an ablation (of `only`, some of its runs, if given); `stop()` (from any
+    thread) ends it after the current generations."""
 
     def __init__(self, ablation: Ablation, directory: Path, *, hooks: CampaignHooks | None = None,
-                 stream: IO[str] | None = None) -> None:
+                 stream: IO[str] | None = None, only: Sequence[RunSpec] | None = None) -> None:
         self.ablation, self.directory = ablation, directory
+        self.selected = list(ablation.runs() if only is None else only)
+        self.partial = only is not None and len(self.selected) < len(ablation.runs())
         self.hooks = hooks or CampaignHooks()
         self.stream = stream or sys.stdout
         self.state = AblationState.load(directory, ablation)
@@ -209,21 +217,24 @@ class AblationRunner:
                 c.request_stop()
 
     def todo(self) -> list[RunSpec]:
-        return [s for s in self.ablation.runs() if self.state.runs[s.key].status is not RunStatus.FINISHED]
+        return [s for s in self.selected if self.state.runs[s.key].status is not RunStatus.FINISHED]
 
     def run(self) -> AblationState:
-        """Run every run not finished; returns the state (also in ablation.json)."""
+        """Run every selected run not finished; returns the state (also in ablation.json)."""
         import ray
 
         from evo.app.campaign_setup import connect_ray, release_ray
 
         self.state.save()
         todo = self.todo()
-        done = len(self.ablation.runs()) - len(todo)
+        done = len(self.selected) - len(todo)
+        which = "selected run" if self.partial else "run"
         if not todo:
-            self.say(f"all {done} runs are finished; nothing to run")
+            self.say(f"all {_count(done, which)} {'is' if done == 1 else 'are'} finished; nothing to run")
             return self.state
-        self.say(f"{len(todo)} runs to go ({done} finished already); ablation directory {self.directory}")
+        left_out = len(self.ablation.runs()) - len(self.selected)
+        self.say(f"{_count(len(todo), which)} to go ({done} finished already" +
+                 (f"; {left_out} not selected" if self.partial else "") + f"); ablation directory {self.directory}")
         started_ray = connect_ray(todo[0].config)
         try:
             self._schedule(todo, {k: float(v) for k, v in ray.cluster_resources().items()})
@@ -328,9 +339,9 @@ class AblationRunner:
                 self.campaigns.pop(spec.key, None)
 
 
-def preflight(ablation: Ablation, hooks: CampaignHooks | None = None) -> None:
-    """Build every variant's task and mutators once, so a bad entry (an LLM key not set, a record
-    file missing) is an error naming the variant before any run starts."""
+def preflight(ablation: Ablation, hooks: CampaignHooks | None = None, variants: Sequence[str] | None = None) -> None:
+    """Build every variant's (or these variants') task and mutators once, so a bad entry (an LLM key
+    not set, a record file missing) is an error naming the variant before any run starts."""
     import tempfile
 
     from evo.app.campaign_setup import check_mutators, task_and_seed
@@ -338,6 +349,8 @@ def preflight(ablation: Ablation, hooks: CampaignHooks | None = None) -> None:
     factory = (hooks or CampaignHooks()).mutator_factory
     tasks: dict[str, str] = {}
     for name, cfg in ablation.variants.items():
+        if variants is not None and name not in variants:
+            continue
         where = f"{ablation.source}: variants.{name}"
         key = cfg.task.model_dump_json()
         try:

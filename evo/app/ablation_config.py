@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,6 +142,19 @@ class Ablation:
                 run_name = f"{name}-s{seed}"
                 out.append(RunSpec(name, seed, cfg.model_copy(update={"seed": seed, "name": run_name}), self.base_dir))
         return out
+
+    def select(self, variants: Sequence[str] = (), seeds: Sequence[int] = ()) -> list[RunSpec]:
+        """The runs of these variants and seeds (empty: all of them), in `runs()` order; a name or seed
+        the file does not have is a `ConfigError` listing the ones it has."""
+        unknown = [v for v in variants if v not in self.variants]
+        if unknown:
+            raise ConfigError(f"{self.source}: no variant {', '.join(map(repr, unknown))} (variants: "
+                              f"{', '.join(self.variants)})")
+        missing = [s for s in seeds if s not in self.cfg.seeds]
+        if missing:
+            raise ConfigError(f"{self.source}: no seed {', '.join(map(str, missing))} (seeds: "
+                              f"{', '.join(map(str, self.cfg.seeds))})")
+        return [r for r in self.runs() if (not variants or r.variant in variants) and (not seeds or r.seed in seeds)]
 
     def directory(self, output: str | Path | None = None) -> Path:
         """<output or output_dir>/<name> (a relative one: relative to the working directory, as for runs)."""

@@ -170,19 +170,20 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     hooks = getattr(args, "hooks", None) or CampaignHooks()
     ablation = load_ablation(args.ablation)
     directory = ablation.directory(args.output)
+    selected = ablation.select(args.variant or (), args.seed or ())
     interrupted = False
     if args.report_only:
         state = AblationState.load(directory, ablation)
     else:
-        preflight(ablation, hooks)
-        runner = AblationRunner(ablation, directory, hooks=hooks)
+        preflight(ablation, hooks, sorted({r.variant for r in selected}))
+        runner = AblationRunner(ablation, directory, hooks=hooks, only=selected)
         state = runner.run()  # a second Ctrl-C raises KeyboardInterrupt: exit status 130
         interrupted = runner.stopping
     written = write_ablation_report(ablation, directory, state)
     print(written.tables_markdown)
     say(f"results: {written.markdown}, {written.csv}, {written.html}")
     say("figures: " + ", ".join(str(f) for f in written.figures))
-    statuses = {e.status for e in state.runs.values()}
+    statuses = {state.runs[r.key].status for r in selected}
     if interrupted:
         return 130
     return 0 if statuses <= {RunStatus.FINISHED} else 1
@@ -239,6 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--output", metavar="DIR", help="where the ablation directory goes (overrides output_dir)")
     a.add_argument("--report-only", action="store_true", help="write the results of the runs finished so far; "
                    "run nothing")
+    a.add_argument("--variant", action="append", metavar="NAME",
+                   help="run only this variant (repeatable); the results still cover every finished run")
+    a.add_argument("--seed", action="append", type=int, metavar="N",
+                   help="run only this seed of the file's seeds (repeatable)")
     a.set_defaults(func=cmd_ablate)
     rep = sub.add_parser("report", help="write a run directory's report (report.html, self-contained; report.md)")
     rep.add_argument("run_dir")

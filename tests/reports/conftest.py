@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -47,6 +48,9 @@ class AblationRun:
     directory: Path
     after_stop: dict[str, str]  # run -> status after the interrupted first invocation
     dirs_after_stop: dict[str, str]
+    partial_rc: int  # `--variant stoke --seed 1` after the stop
+    partial_out: str
+    after_partial: dict[str, str]  # run -> status after it
     second_out: str
     second_rc: int
     third_out: str
@@ -115,6 +119,10 @@ def ablation_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AblationR
         worker.join(timeout=600)
         after_stop = {k: e.status.value for k, e in runner.state.runs.items()}
         dirs_after_stop = {k: e.run_dir for k, e in runner.state.runs.items()}
+        # 2a: one variant's one seed (a pending run: the first invocation ran seed 0's runs first)
+        partial_rc, partial_out = _cli("ablate", str(file), "--variant", "stoke", "--seed", "1")
+        state = json.loads((directory / "ablation.json").read_text())
+        after_partial = {k: v["status"] for k, v in state["runs"].items()}
         # 2: the same command again finishes the ablation; 3: and once more, nothing left to run
         second_rc, second_out = _cli("ablate", str(file))
         sizes = {p.parent.name: p.stat().st_size for p in directory.glob("runs/*/history.msgpack")}
@@ -122,5 +130,5 @@ def ablation_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AblationR
         # the run with the best kernel, so the report has a lineage to show
         report_run = max(sorted(directory.glob("runs/*")), key=lambda d: trace_of(load_run(d)).best_speedup or 0.0)
         report_rc, _ = _cli("report", str(report_run))
-    yield AblationRun(file, directory, after_stop, dirs_after_stop, second_out, second_rc, third_out, third_rc,
-                      sizes, report_rc, report_run)
+    yield AblationRun(file, directory, after_stop, dirs_after_stop, partial_rc, partial_out, after_partial, second_out,
+                      second_rc, third_out, third_rc, sizes, report_rc, report_run)

@@ -30,6 +30,13 @@ def test_a_stopped_ablation_leaves_its_running_runs_interrupted_and_the_rest_pen
         assert bool(ablation_run.dirs_after_stop[run]) == (status != "pending")
 
 
+def test_a_selected_variant_and_seed_runs_alone_and_the_others_stay_as_they_were(ablation_run):
+    assert ablation_run.after_stop["stoke-s1"] == "pending", ablation_run.after_stop  # what the selection starts
+    assert ablation_run.partial_rc == 0, ablation_run.partial_out
+    assert "1 selected run to go (0 finished already; 3 not selected)" in ablation_run.partial_out
+    assert ablation_run.after_partial == {**ablation_run.after_stop, "stoke-s1": "finished"}
+
+
 def test_running_it_again_resumes_interrupted_runs_in_their_directory_and_finishes_all(ablation_run):
     assert ablation_run.second_rc == 0, ablation_run.second_out
     state = json.loads((ablation_run.directory / "ablation.json").read_text())
