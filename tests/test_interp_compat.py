@@ -1,4 +1,5 @@
-"""Older Triton interpreters under recent numpy: loops over runtime scalars must still run and profile.
+"""Interpreter fixes: older Triton interpreters under recent numpy (loops over runtime scalars must still
+run and profile), and masks built from a scalar comparison (valid on a GPU) must run.
 
 On the GPU machine (Triton 3.6, numpy 2.5) the latency model failed for every kernel with a loop
 over a runtime bound, in the kernel or in a jit helper: Triton 3.6's ``tensor.__index__`` calls
@@ -26,9 +27,9 @@ from .conftest import ROOT
 ROWS, COLS = 6, 1000  # as in the probe
 
 
-def probe(*flags: str) -> dict[str, Any]:
+def probe(*flags: str, module: str = "tests.old_interpreter_probe") -> dict[str, Any]:
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "tests.old_interpreter_probe", *flags], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-m", module, *flags], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -59,3 +60,13 @@ def test_the_probe_reproduces_the_failure_it_guards_against():
     out = probe("--no-fix")
     assert "only 0-dimensional arrays" in out.get("run_error", "") or "DeprecationWarning" in out.get("run_error", "")
     assert "profile_error" not in out, out
+
+
+def test_a_scalar_comparison_anded_with_a_block_one_is_a_boolean_mask_as_on_the_gpu():
+    """`(row < n) & (offs < m)`: the interpreter alone rejects the mask (its comparison of two int32
+    scalars is tagged int32, and the splat makes it so); with the fix the kernel runs and matches torch,
+    comparisons used as numbers included."""
+    fixed = probe(module="tests.scalar_mask_probe")
+    assert fixed == {"max_error": 0.0}, fixed
+    broken = probe("--no-fix", module="tests.scalar_mask_probe")
+    assert "mask has unsupported dtype" in broken.get("run_error", ""), broken

@@ -23,7 +23,7 @@ def _scale_rows(x_ptr, w_ptr, y_ptr, n_rows, n_cols, stride, ROWS: tl.constexpr,
     cols = tl.arange(0, BLOCK)
     for r in range(0, ROWS):
         row = first + r
-        inside = (cols < n_cols) & (cols * 0 + row < n_rows)  # a scalar & a block: wrong dtype in the interpreter
+        inside = (cols < n_cols) & (row < n_rows)  # a block & a scalar comparison (see fitness.sandbox.interp_compat)
         col_ok = cols < n_cols
         w = tl.load(w_ptr + cols, mask=col_ok, other=0.0)
         x = tl.load(x_ptr + row * stride + cols, mask=inside, other=0.0)
