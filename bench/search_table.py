@@ -11,7 +11,9 @@ bench/data/space_sweeps.json (bench/space_sweep.py). One row per task and strate
 - best: the runs' best speedup over the seed, median [first quartile - third quartile] over seeds;
 - vs sweep / vs known-better: the median best against the sweep's best and the known-better kernel's;
 - evals / seconds to 95%: per run, the evaluations and campaign seconds until its best so far first
-  reached 95% of that run's own final best (median over seeds).
+  reached 95% of that run's own final best (median over seeds);
+- model: the version of the latency model that timed the runs (`fitness.latency.model_version`;
+  "unrecorded" for runs from before versions were kept). Modelled rows compare only within a version.
 
 Speedups are whatever the runs measured: MODELLED (roofline model) on a machine without a GPU.
 
@@ -46,6 +48,7 @@ from evo.contracts.config_file import ConfigError
 DEFAULTS = (*sorted((ROOT / "configs" / "ablation_search").glob("*.yaml")), ROOT / "configs" / "ablation_mutators.yaml")
 SKIP = {"base.yaml"}  # the search ablations' shared base campaign, not an ablation
 LEVEL = 0.95
+UNRECORDED = "unrecorded"
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,12 @@ class Row:
     @property
     def best(self) -> Spread:
         return Spread.of([t.best_speedup or 0.0 for t in self.traces])
+
+    @property
+    def model(self) -> str:
+        """The model versions of the runs (modelled ones), "-" when measured."""
+        versions = sorted({t.model_version or UNRECORDED for t in self.traces if t.latency_source == "model"})
+        return ", ".join(versions) or "-"
 
     def to_level(self, by: str) -> Spread:
         out = []
@@ -97,7 +106,7 @@ def _vs(row: Row, key: str, what: str) -> str:
 
 def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
     head = ["task", "strategy", "LLM", "runs", "best", "sweep best", "vs sweep", "known-better", "vs known-better",
-            f"evals to {LEVEL:.0%}", f"seconds to {LEVEL:.0%}"]
+            f"evals to {LEVEL:.0%}", f"seconds to {LEVEL:.0%}", "model"]
     body = []
     for r in sorted(rows, key=lambda r: (r.task, r.llm, r.strategy)):
         ref = r.reference or {}
@@ -105,7 +114,7 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
         body.append([r.task, r.strategy, "stand-in" if r.llm else "no", str(len(r.traces)), r.best.text("{:.3f}x"),
                      f"{sweep:.3f}x" if sweep else "not swept", _vs(r, "best_speedup", "the sweep"),
                      f"{known:.3f}x" if known else "-", _vs(r, "known_better_speedup", "the known-better kernel"),
-                     r.to_level("evaluations").text("{:.0f}"), r.to_level("time").text("{:.0f}")])
+                     r.to_level("evaluations").text("{:.0f}"), r.to_level("time").text("{:.0f}"), r.model])
     return head, body
 
 
@@ -114,12 +123,15 @@ SOURCE_LINE = "Latency source: "
 
 def kept_rows(path: Path, head: list[str], fresh: set[tuple[str, str]]) -> tuple[list[list[str]], set[str]]:
     """The rows of the table at `path` (written by this script, with the same columns) whose (task,
-    strategy) is not in `fresh`, and the latency sources that table names."""
+    strategy) is not in `fresh`, and the latency sources that table names. A table from before the
+    model column had one gets it: "unrecorded"."""
     text = path.read_text().splitlines()
     lines = [line for line in text if line.startswith("|")]
-    if not lines or [c.strip() for c in lines[0].strip("|").split("|")] != head:
+    found = [c.strip() for c in lines[0].strip("|").split("|")] if lines else []
+    if found not in (head, head[:-1]):
         raise ValueError(f"{path} is not a table with this script's columns")
     rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines[2:]]
+    rows = [[*r, UNRECORDED] if len(found) < len(head) else r for r in rows]
     named = next((line.removeprefix(SOURCE_LINE).split(" (")[0].rstrip(".") for line in text
                   if line.startswith(SOURCE_LINE)), "")
     return ([r for r in rows if len(r) == len(head) and (r[0], r[1]) not in fresh],
@@ -167,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     text = d.to_markdown(d.Doc("", [d.table(head, body)]), Path("."), "").removeprefix("# \n\n")
     note = (f"{SOURCE_LINE}{', '.join(names)}"
             + (" (MODELLED by the roofline model, not measured)." if names == ["model"] else "."))
+    versions = {v.strip() for row in body + kept for v in row[-1].split(",")} - {"-"}
+    if len(versions) > 1:
+        note += (f"\nThe rows come from {len(versions)} versions of the latency model (the model column: "
+                 f"{', '.join(sorted(versions))}); modelled speedups compare only within one version.")
     if kept:
         note += ("\nKept from the earlier table (their runs are not on the machine that wrote this one): "
                  + ", ".join(r[1] for r in kept) + ".")

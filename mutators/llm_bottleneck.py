@@ -13,9 +13,10 @@ from evo.contracts.task import Task
 from evo.contracts.verdict import Evaluation
 
 # figures of how the evaluator worked, not of the kernel: what the evaluation cost (wall-clock seconds of
-# this machine) and the model's secret sampling seed (drawn per run). Different on every run, so a prompt
-# holding them could never be replayed exactly; and the seed is not the LLM's business.
-NOT_SEARCH_STATE = frozenset({"model_s", "full_run_s", "full_run_estimate_s", "sample_seed"})
+# this machine), the model's secret sampling seed (drawn per run) and the model's version (a hash of its
+# code). Different on every run or every change of the model, so a prompt holding them could never be
+# replayed exactly; and the seed is not the LLM's business.
+NOT_SEARCH_STATE = frozenset({"model_s", "full_run_s", "full_run_estimate_s", "sample_seed", "model_version"})
 # scalar figures this module puts in words (or that only say how the latency was taken, e.g. CUDA repetitions)
 _IN_WORDS = frozenset({"gpu", "size", "fitness", "dram_bytes", "flops", "sol_ms", "sol_bound_ms", "median_ms", "min_ms",
                        "max_ms", "reps", "copies", "spin_up", "bench_error_ratio"})

@@ -16,6 +16,7 @@ from evo.contracts.native_task import NativeTask, library_tasks
 from evo.contracts.verdict import LatencySource, Status
 from fitness.evaluate import Evaluator
 from fitness.latency.model import ModelLatency
+from fitness.latency.model_version import model_version
 from fitness.sandbox.process import Worker, scrubbed_env
 
 from .conftest import CANDIDATES, ROOT
@@ -162,6 +163,7 @@ def test_the_model_is_deterministic(model: Model):
                          interp_worker=model("reduction").interp, compile_worker=model("reduction").compiler)
     assert again.measure(c).latency_ms == first.latency_ms
     assert [x["kernel"] for x in first.detail["launches"]] == ["_partial_sums", "_sum_partials"]
+    assert first.detail["model_version"] == model_version()  # which model made the figure
 
 
 @pytest.mark.parametrize("task", library_tasks())

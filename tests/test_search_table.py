@@ -71,10 +71,10 @@ def test_each_strategy_is_set_against_the_sweep_and_the_known_better_kernel(tmp_
             for line in text.splitlines() if line.startswith("| softmax")}
     evo, rnd = rows["search-softmax/evolution"], rows["search-softmax/random-search"]
     assert evo[3:] == ["3", "2.600x [2.600x-2.600x]", "2.000x", "30.0% above the sweep", "4.000x",
-                       "35.0% below the known-better kernel", "2 [2-2]", "10 [10-10]"]
+                       "35.0% below the known-better kernel", "2 [2-2]", "10 [10-10]", "unrecorded"]
     assert rnd[5:7] == ["2.000x", "the same as the sweep (within 1%)"]
-    assert rnd[-2:] == ["3 [3-3]", "20 [20-20]"]
-    assert "MODELLED" in text
+    assert rnd[-3:] == ["3 [3-3]", "20 [20-20]", "unrecorded"]  # synthetic runs record no model version
+    assert "MODELLED" in text and "versions of the latency model" not in text
 
 
 def test_a_task_given_by_its_folder_is_named_after_it(tmp_path, capsys):
@@ -138,6 +138,38 @@ def test_keep_holds_the_rows_of_strategies_without_runs_here_and_names_them(tmp_
     # the kept rows stay in the order the table is always in: random search (a baseline) after evolution
     order = [line.split("|")[2].strip() for line in text.splitlines() if line.startswith("| softmax")]
     assert order == ["search-softmax/evolution", "search-softmax/random-search"]
+
+
+def test_the_model_column_names_each_rows_model_version_and_the_note_says_when_they_differ(tmp_path, capsys):
+    def at(version: str, *latencies: float) -> list[Ev]:
+        return [Ev(e.mutator, e.latency_ms, e.at_s, generation=e.generation, detail={"model_version": version})
+                for e in climb(*latencies)]
+
+    path, sweeps = ablation(tmp_path / "one", {"evolution": [at("aaaa", 0.5)] * 2, "random-search": [at("aaaa", 0.8)]
+                                               * 2})
+    assert search_table.main([str(path), "--sweeps", str(sweeps)]) == 0
+    text = capsys.readouterr().out
+    assert all(line.rstrip().endswith("| aaaa |") for line in text.splitlines() if line.startswith("| softmax"))
+    assert "versions of the latency model" not in text
+    path, sweeps = ablation(tmp_path / "two", {"evolution": [at("aaaa", 0.5), at("bbbb", 0.5)],
+                                               "random-search": [at("aaaa", 0.8)] * 2})
+    assert search_table.main([str(path), "--sweeps", str(sweeps)]) == 0
+    text = capsys.readouterr().out
+    assert "| aaaa, bbbb |" in text
+    assert "The rows come from 2 versions of the latency model (the model column: aaaa, bbbb)" in text
+
+
+def test_keep_reads_a_table_from_before_the_model_column_as_unrecorded(tmp_path, capsys):
+    path, sweeps = ablation(tmp_path / "before", {"evolution": [climb(0.5)] * 2, "random-search": [climb(0.8)] * 2})
+    earlier = tmp_path / "earlier.md"
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--markdown", str(earlier)]) == 0
+    capsys.readouterr()
+    lines = earlier.read_text().splitlines()  # the same table without its last column, as written before it
+    earlier.write_text("\n".join(line.rsplit("|", 2)[0] + "|" if line.startswith("|") else line for line in lines))
+    path, sweeps = ablation(tmp_path / "after", {"evolution": [climb(0.4)] * 3})
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--keep", str(earlier)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "random-search" in line)
+    assert row.startswith("| softmax |") and row.rstrip().endswith("| 2 [2-2] | 10 [10-10] | unrecorded |"), row
 
 
 def test_keep_refuses_a_file_that_is_not_such_a_table(tmp_path, capsys):

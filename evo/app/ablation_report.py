@@ -20,7 +20,7 @@ from evo.app import doc as d
 from evo.app import plots
 from evo.app.ablation import AblationState, RunStatus
 from evo.app.ablation_config import Ablation
-from evo.app.ablation_stats import LEVELS, AblationResults, analyse, markdown_tables, to_csv
+from evo.app.ablation_stats import LEVELS, AblationResults, analyse, markdown_tables, to_csv, version_words
 from evo.app.run_data import load_run
 from evo.app.run_store import RunStoreError
 from evo.app.sweep_ref import SWEEPS, compared, reference_of
@@ -111,7 +111,12 @@ def ablation_doc(ablation: Ablation, state: AblationState,
                           "same command again to continue.", "warn"))
     source = results.latency_source
     if source == "model":
-        doc.add(d.Callout("Latency source: model. Speedups are MODELLED by the roofline model, not measured.", "warn"))
+        doc.add(d.Callout("Latency source: model. Speedups are MODELLED by the roofline model "
+                          f"({version_words(results.model_versions)}), not measured.", "warn"))
+        if results.mixed_models:
+            doc.add(d.Callout(f"The runs were modelled by {len(results.model_versions)} versions of the latency model "
+                              "(its code changed between them): speedups of different versions do not compare. "
+                              "Run the older runs again (another ablation name or --output).", "bad"))
     elif source == "cuda":
         doc.add(d.Callout("Latency source: cuda. Speedups are MEASURED on the GPU.", "good"))
     best = f"{results.overall_best:.3f}x" if results.overall_best else "-"

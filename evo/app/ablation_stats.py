@@ -84,6 +84,12 @@ class AblationResults:
     target: float | None
     target_given: bool  # False: the target is 90% of the overall best
     latency_source: str
+    model_versions: tuple[str, ...] = ()  # the latency model versions of modelled runs ("" = not recorded)
+
+    @property
+    def mixed_models(self) -> bool:
+        """Whether modelled runs come from more than one model version (their speedups do not compare)."""
+        return len(self.model_versions) > 1
 
 
 def _pooled_shares(traces: Sequence[Trace]) -> dict[str, float]:
@@ -131,7 +137,18 @@ def analyse(traces: Mapping[str, Sequence[tuple[int, Trace]]], *, baseline: str,
             "llm" in t.run.mutator_kinds for _, t in traces[variant])
         out.append(VariantResult(variant, tuple(s for s, _ in runs), Spread.of(best), evals, secs, usd, reached,
                                  _pooled_shares(ts), llm, p, sup))
-    return AblationResults(out, baseline, overall, target, target_speedup is not None, ",".join(sorted(sources)))
+    versions = tuple(sorted({t.model_version for runs in timed.values() for _, t in runs
+                             if t.latency_source == "model"}))
+    return AblationResults(out, baseline, overall, target, target_speedup is not None, ",".join(sorted(sources)),
+                           versions)
+
+
+def version_words(versions: Sequence[str]) -> str:
+    """Model versions for a reader: "version 1be2e1d12ff4", "versions a and b", "" when none."""
+    names = [v or "unrecorded" for v in versions]
+    if not names:
+        return ""
+    return f"version{'s' if len(names) > 1 else ''} " + ", ".join(names)
 
 
 def mutators_of(results: AblationResults) -> list[str]:

@@ -23,6 +23,7 @@ from evo.contracts.config_file import ConfigError, load_config, read_text
 from evo.contracts.mutator_config import MUTATOR_KINDS, AnyMutatorConfig, LLMConfig
 from evo.contracts.task import Task
 from evo.contracts.task_files import TaskFiles
+from evo.contracts.verdict import LatencySource
 from fitness.sandbox.process import STALLED_CPU_FRACTION
 from islands.actors import MutatorFactory
 from islands.evaluator_actor import (
@@ -139,6 +140,7 @@ def _reopen(config_path: str | None, resume: str, hooks: CampaignHooks | None) -
         raise ConfigError(f"{store.path} is finished ({summary.get('stop_reason') or 'its budget was reached'}); "
                           "resuming it would change nothing. To extend it, raise its budget: evo run CONFIG "
                           f"--resume {store.path}, with a config that differs from the run's only in `budget`")
+    check_model_version(store.path)
     check_runnable(cfg)
     files = run_inputs.task_files(store, cfg)
     task = files.build(run_inputs.task_root(store.path))
@@ -150,6 +152,23 @@ def _reopen(config_path: str | None, resume: str, hooks: CampaignHooks | None) -
         store.write_config(cfg)
         notes.append(f"budget changed to {budget}")
     return Prepared(cfg, store, task, seed, files, mutators, True, notes)
+
+
+def check_model_version(run_dir: Path) -> None:
+    """Refuse to resume a run whose seed another version of the latency model timed: the run's
+    modelled latencies and the new ones would not compare (`fitness.latency.model_version`)."""
+    from evo.app.run_data import load_run
+    from fitness.latency.model_version import model_version, version_of
+
+    seed = load_run(run_dir).seed_record
+    if seed is None or seed.evaluation.latency_source is not LatencySource.MODEL:
+        return
+    then, now = version_of(seed.evaluation.latency_detail), model_version()
+    if then and then != now:
+        raise ConfigError(f"{run_dir}: its latencies were modelled by latency model version {then}, and this "
+                          f"code models with version {now} (the model's code changed since the run started), so "
+                          "new latencies would not compare with the run's; start a new run (its best kernel so far "
+                          "stays in this directory), or resume with the code that started it")
 
 
 def task_and_seed(cfg: Config, config_dir: Path) -> tuple[Task, Candidate]:

@@ -138,7 +138,7 @@ def island_curves(run: RunData, trace: Trace) -> dict[int, list[tuple[int, float
     from evo.app.trace import speedup_of
 
     for r in run.records:
-        s = speedup_of(r, seed, trace.latency_source)
+        s = speedup_of(r, seed, trace.latency_source, trace.model_version)
         if s is not None:
             pts = curves.setdefault(r.proposal.island, [])
             if not pts or s > pts[-1][1]:

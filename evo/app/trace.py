@@ -1,8 +1,9 @@
 """A run's best-so-far speedup over its evaluations: the anytime curve and who made each gain.
 
 The speedup of a correct, fully evaluated kernel is the seed's latency over its latency (both from
-the same source, measured or modelled). The best so far starts at 1 when the seed is evaluated and
-rises at each *step*: a full evaluation faster than every earlier one. A step's gain is
+the same source, measured or modelled; modelled, by the seed's model version, so evaluators with other
+model code compare nothing). The best so far starts at 1 when the seed is evaluated and rises at each
+*step*: a full evaluation faster than every earlier one. A step's gain is
 ln(new / previous); a mutator's share of the improvements is its steps' gain over all steps' gain
 (the initial population's draws from the seed's SPACE count as `initial`). Quick evaluations (inside
 a mutator, on fewer sizes) never count: they are not proof of correctness, and neither does a kernel
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 from evo.app.run_data import Record, RunData
 from evo.contracts.verdict import VERIFIED
+from fitness.latency.model_version import version_of
 
 INITIAL = "initial"  # the generation-0 draws from the seed's SPACE (origin mutator "seed")
 
@@ -51,6 +53,7 @@ class Trace:
     latency_source: str  # "cuda", "model" or "" (no latency)
     start: Record | None  # the seed's evaluation (speedup 1)
     steps: tuple[Step, ...]
+    model_version: str = ""  # the latency model that timed the seed (model source; "" if not recorded)
 
     @property
     def evaluations(self) -> int:
@@ -106,13 +109,16 @@ class Trace:
         return {m: g / total for m, g in sorted(gains.items())} if total > 0 else {}
 
 
-def speedup_of(r: Record, seed_latency_ms: float | None, source: str) -> float | None:
-    """The speedup over the seed of a correct, fully evaluated kernel timed like the seed."""
+def speedup_of(r: Record, seed_latency_ms: float | None, source: str, model_version: str = "") -> float | None:
+    """The speedup over the seed of a correct, fully evaluated kernel timed like the seed (the same
+    source; modelled, by the same model version)."""
     ev = r.evaluation
     if not (r.full and ev.ok) or ev.latency_ms is None or ev.latency_ms <= 0 or seed_latency_ms is None:
         return None
     if (ev.latency_source.value if ev.latency_source else "") != source:
         return None
+    if source == "model" and model_version and version_of(ev.latency_detail) != model_version:
+        return None  # (a seed without a recorded version, from before versions were kept, compares as it did)
     return seed_latency_ms / ev.latency_ms
 
 
@@ -122,14 +128,15 @@ def trace_of(run: RunData) -> Trace:
     if seed is None or ev is None or not ev.ok or ev.latency_ms is None:
         return Trace(run, None, "", None, ())
     source = ev.latency_source.value if ev.latency_source else ""
+    version = version_of(ev.latency_detail) if source == "model" else ""
     # a kernel that failed verification left its island for good: it was never the run's best
     rejected = {r.candidate.id for r in run.records if r.evaluation.level == VERIFIED and not r.evaluation.ok}
     best, steps = 1.0, []
     for r in run.records:
         if r.index <= seed.index or r.candidate.id in rejected:
             continue
-        s = speedup_of(r, ev.latency_ms, source)
+        s = speedup_of(r, ev.latency_ms, source, version)
         if s is not None and s > best * (1 + 1e-9):
             steps.append(Step(r, s, best))
             best = s
-    return Trace(run, ev.latency_ms, source, seed, tuple(steps))
+    return Trace(run, ev.latency_ms, source, seed, tuple(steps), version)

@@ -42,6 +42,8 @@ from evo.contracts.verdict import Evaluation, LatencySource, Status
 from fitness.check.compare import compare
 from fitness.check.equivalence import bench_check
 from fitness.latency.counts import KernelResources, LaunchCounts
+from fitness.latency.model_version import KEY as MODEL_VERSION_KEY
+from fitness.latency.model_version import model_version
 from fitness.latency.result import BenchCheck, LatencyResult, sol_ms, speed_of_light_violation
 from fitness.latency.roofline import DoesNotFit, estimate, fill_seconds
 from fitness.sandbox.process import Worker, WorkerDied, WorkerTimeout
@@ -240,7 +242,8 @@ class ModelLatency:
         latency_ms = (est.seconds + fill_s) * 1e3
         sol = sol_ms(self.task, self.size, self.gpu)
         detail: dict[str, Any] = {
-            "gpu": self.gpu.name, "size": self.size, "model_s": round(time.monotonic() - started, 3),
+            "gpu": self.gpu.name, MODEL_VERSION_KEY: model_version(), "size": self.size,
+            "model_s": round(time.monotonic() - started, 3),
             "dram_bytes": round(est.dram_bytes), "flops": round(est.flops), "sample_seed": str(seed),
             "verification": verification,
             "launches": [{**e.to_dict(), "grid": list(c.grid), "sampled_programs": c.sampled_programs}
