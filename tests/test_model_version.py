@@ -93,3 +93,13 @@ def test_an_ablation_says_when_its_runs_come_from_more_than_one_model(tmp_path):
     assert mixed.model_versions == ("aaaa", "bbbb") and mixed.mixed_models
     assert version_words(mixed.model_versions) == "versions aaaa, bbbb"
     assert version_words(("",)) == "version unrecorded"
+
+
+def test_a_run_report_names_the_model_version_of_its_figures(tmp_path):
+    from evo.app.report import source_banner
+
+    t = trace_of(load_run(make_run(tmp_path, "r", [Ev("seed", 8.0, 1, detail=v("aaaa")),
+                                                   Ev("stoke", 4.0, 2, detail=v("aaaa"))]).path))
+    assert "model version aaaa" in source_banner(t, t.steps[-1].record).text
+    old = trace_of(load_run(make_run(tmp_path, "old", [Ev("seed", 8.0, 1)]).path))
+    assert "model version" not in source_banner(old, None).text

@@ -39,8 +39,10 @@ def source_banner(trace: Trace, best: Record | None) -> d.Callout:
         return d.Callout(f"Latency source: cuda. Every latency here was MEASURED with CUDA events on "
                          f"{gpu or 'the GPU'}, against baselines timed in the same worker.", "good")
     if trace.latency_source == "model":
+        version = f", model version {trace.model_version}" if trace.model_version else ""
         return d.Callout(f"Latency source: model. Every latency here is MODELLED (the roofline model of "
-                         f"{gpu.upper() or 'the target GPU'} at the task's bench size), NOT measured on a GPU.", "warn")
+                         f"{gpu.upper() or 'the target GPU'} at the task's bench size{version}), NOT measured on a "
+                         "GPU.", "warn")
     return d.Callout("No latency: the seed has no latency (latency stage off, or the seed was rejected), so there "
                      "are no speedups.", "warn")
 
