@@ -1,7 +1,8 @@
 """Which latency model produced a modelled figure: a short hash of the files that decide it.
 
-A modelled latency depends on the roofline model, the GPU profiles, the interpreter-side counting and
-sampling, the resource figures of the cross-compile and Triton itself. Two figures are comparable only
+A modelled latency depends on the roofline model, the GPU profiles, the bench inputs, the interpreter-side
+counting and sampling, the resource figures of the cross-compile, the speed-of-light bound and Triton
+itself. Two figures are comparable only
 when one model made both, so every modelled verdict records `model_version()` in its detail, a run's
 speedups compare only figures of the seed's version, `--resume` refuses a run whose seed another model
 version timed, and the ablation and search tables say which version their rows come from. The version
@@ -19,11 +20,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 MODEL_FILES = (
     "evo/contracts/gpus.py",
+    "fitness/latency/bench_tensors.py",
     "fitness/latency/counts.py",
     "fitness/latency/interp_hooks.py",
     "fitness/latency/interp_profile.py",
     "fitness/latency/interp_wrap.py",
     "fitness/latency/model.py",
+    "fitness/latency/ops.py",
+    "fitness/latency/result.py",
     "fitness/latency/roofline.py",
     "fitness/latency/sampling.py",
     "fitness/latency/shapes.py",
