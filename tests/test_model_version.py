@@ -103,3 +103,24 @@ def test_a_run_report_names_the_model_version_of_its_figures(tmp_path):
     assert "model version aaaa" in source_banner(t, t.steps[-1].record).text
     old = trace_of(load_run(make_run(tmp_path, "old", [Ev("seed", 8.0, 1)]).path))
     assert "model version" not in source_banner(old, None).text
+
+
+def test_every_latency_module_the_model_reaches_is_part_of_the_version():
+    """A module added to the model's path (imported from the model or the worker's latency ops) that the
+    version does not hash would let a model change pass unnoticed."""
+    import ast
+
+    measured = {"fitness/latency/cuda_bench.py", "fitness/latency/timer.py"}  # the CUDA timer's path, not the model's
+    seen: set[str] = set()
+    todo = ["fitness/latency/model.py", "fitness/latency/ops.py"]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for node in ast.walk(ast.parse((mv.ROOT / name).read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("fitness.latency."):
+                todo.append(node.module.replace(".", "/") + ".py")
+    reached = seen - measured - {"fitness/latency/model_version.py"}
+    assert reached <= set(mv.MODEL_FILES), sorted(reached - set(mv.MODEL_FILES))
+    assert len(reached) >= 8  # the walk found the model's modules
