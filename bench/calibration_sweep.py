@@ -39,6 +39,7 @@ from evo.contracts.verdict import QUICK
 from fitness.evaluate import Evaluator, detect_device
 from fitness.latency.calibration import MEASURED_BY_CUDA
 from fitness.latency.model import ModelLatency
+from fitness.latency.model_version import version_of
 from fitness.latency.result import LatencyResult
 from fitness.sandbox.process import Worker
 
@@ -64,7 +65,7 @@ def model_summary(r: LatencyResult) -> dict[str, Any]:
     launches = [{k: v for k, v in x.items() if not isinstance(v, (dict, list))}
                 for x in r.detail.get("launches", [])]
     return {"modelled_ms": r.latency_ms, "model_status": r.status.value, "model_reason": r.reason[:300],
-            "model_detail": {"launches": launches, "gpu": r.gpu}}
+            "model_version": version_of(r.detail), "model_detail": {"launches": launches, "gpu": r.gpu}}
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:

@@ -124,3 +124,12 @@ def test_every_latency_module_the_model_reaches_is_part_of_the_version():
     reached = seen - measured - {"fitness/latency/model_version.py"}
     assert reached <= set(mv.MODEL_FILES), sorted(reached - set(mv.MODEL_FILES))
     assert len(reached) >= 8  # the walk found the model's modules
+
+
+def test_a_calibration_row_keeps_the_model_version_of_its_modelled_figure():
+    from bench.calibration_sweep import model_summary
+    from fitness.latency.result import LatencyResult
+
+    row = model_summary(LatencyResult(latency_ms=1.5, detail={mv.KEY: "aaaa", "launches": []}, gpu="h200"))
+    assert row["model_version"] == "aaaa" and row["modelled_ms"] == 1.5
+    assert model_summary(LatencyResult(latency_ms=1.5))["model_version"] == ""
