@@ -44,11 +44,11 @@ from evo.app.ablation_stats import Spread
 from evo.app.sweep_ref import SWEEPS, compared, reference_of
 from evo.app.trace import Trace
 from evo.contracts.config_file import ConfigError
+from fitness.latency.model_version import UNRECORDED
 
 DEFAULTS = (*sorted((ROOT / "configs" / "ablation_search").glob("*.yaml")), ROOT / "configs" / "ablation_mutators.yaml")
 SKIP = {"base.yaml"}  # the search ablations' shared base campaign, not an ablation
 LEVEL = 0.95
-UNRECORDED = "unrecorded"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evo.app.trace import Trace
+from fitness.latency.model_version import UNRECORDED
 
 LEVELS = (0.9, 1.0)  # fractions of the best speedup found by any variant
 
@@ -144,8 +145,8 @@ def analyse(traces: Mapping[str, Sequence[tuple[int, Trace]]], *, baseline: str,
 
 
 def version_words(versions: Sequence[str]) -> str:
-    """Model versions for a reader: "version 1be2e1d12ff4", "versions a and b", "" when none."""
-    names = [v or "unrecorded" for v in versions]
+    """Model versions for a reader: "version 1be2e1d12ff4", "versions a, b", "" when none."""
+    names = [v or UNRECORDED for v in versions]
     if not names:
         return ""
     return f"version{'s' if len(names) > 1 else ''} " + ", ".join(names)

@@ -203,9 +203,7 @@ def _lineage(run: RunData, trace: Trace, best: Record | None) -> list[d.Block]:
     chain = rs.lineage(run, best)
     rows = []
     for r in chain:
-        from evo.app.trace import speedup_of
-
-        s = speedup_of(r, trace.seed_latency_ms, trace.latency_source, trace.model_version)
+        s = trace.speedup(r)
         rows.append([r.candidate.id, credit(r.proposal.mutator), r.proposal.island, r.proposal.generation, _x(s, 3),
                      rs.short(r.proposal.note, 120)])
     out.append(d.table(["candidate", "mutator", "island", "generation", "speedup", "note"], rows))

@@ -135,10 +135,8 @@ def island_curves(run: RunData, trace: Trace) -> dict[int, list[tuple[int, float
                     pts.append((int(row["gen"]), best))
             curves[i] = pts
         return curves
-    from evo.app.trace import speedup_of
-
     for r in run.records:
-        s = speedup_of(r, seed, trace.latency_source, trace.model_version)
+        s = trace.speedup(r)
         if s is not None:
             pts = curves.setdefault(r.proposal.island, [])
             if not pts or s > pts[-1][1]:

@@ -69,6 +69,10 @@ class Trace:
             return None
         return self.steps[-1].speedup if self.steps else 1.0
 
+    def speedup(self, r: Record) -> float | None:
+        """`r`'s speedup over this run's seed (`speedup_of` with the seed's latency, source and model version)."""
+        return speedup_of(r, self.seed_latency_ms, self.latency_source, self.model_version)
+
     def first_reaching(self, speedup: float) -> Record | None:
         """The evaluation where the best so far first reached `speedup` (None: never)."""
         if self.start is not None and speedup <= 1.0:

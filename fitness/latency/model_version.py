@@ -34,6 +34,7 @@ MODEL_FILES = (
     "fitness/latency/target_compile.py",
 )
 KEY = "model_version"  # its key in a modelled verdict's latency detail
+UNRECORDED = "unrecorded"  # how tables and reports name the version of a figure from before versions were kept
 
 
 @functools.cache
