@@ -31,9 +31,10 @@ CONTRACT = """The candidate contract (a kernel that breaks it is rejected before
 - PARAMS = {...} gives the default of every meta-parameter that launch takes as a keyword (block
   sizes, num_warps, num_stages); SPACE = {...} (optional) lists values a tuner may try.
 - Imports: only triton, triton.language (and triton.language.extra.libdevice), math, typing, torch.
-  torch only allocates scratch buffers, names dtypes, takes views and reads metadata: computing
-  with torch is rejected. No try/except, classes, global, with, files, threads, processes, sockets,
-  exec/eval or introspection.
+  torch only allocates scratch buffers (on the inputs' device: device=x.device, or empty_like),
+  names dtypes, takes views and reads metadata: computing with torch is rejected, and so is asking
+  which device runs the code (is_cuda, device.type, printing a tensor). No try/except, classes,
+  global, with, files, threads, processes, sockets, exec/eval or introspection.
 - Correctness is checked against the reference in float64 on many sizes (including 1, primes and
   sizes that are not multiples of any block), several input draws and value distributions, with
   guard zones around every buffer: mask every load and store, handle any size."""

@@ -45,6 +45,11 @@ REJECTED = [
     ("ctypes_poke", Status.LINT_ERROR, "import of 'ctypes'"),
     ("prints_verdict", Status.WRONG_OUTPUT, "outside tolerance"),
     ("syntax_error", Status.LINT_ERROR, "syntax error at line"),
+    # right in the CPU interpreter where it is checked, another path on a GPU
+    ("wrong_on_cuda", Status.LINT_ERROR, "attribute 'is_cuda'"),
+    ("device_type_branch", Status.LINT_ERROR, "x.device may only be passed as device="),
+    ("format_names_device", Status.LINT_ERROR, "launch asked torch '__format__'"),
+    ("host_buffer", Status.LINT_ERROR, "torch.empty(...) without device="),
 ]
 
 
@@ -63,6 +68,8 @@ GUARDED = [
     ("torch_module_alias", "launch called torch 'softmax'"),
     ("torch_methods", "launch called torch 'amax'"),
     ("torch_builtin_sum", "launch called torch"),
+    ("wrong_on_cuda", "launch asked torch 'is_cuda'"),
+    ("format_names_device", "launch asked torch '__format__'"),
 ]
 
 

@@ -42,6 +42,46 @@ def test_forbidden_constructs_are_named(source, words):
     assert words in result.reason(), result.reason()
 
 
+TORCH = "import torch\n"
+DEVICE_QUERIES = [
+    ("    if x.get_device() >= 0:\n        pass\n", "attribute 'get_device'"),
+    ("    n = x.type()\n", "attribute 'type'"),
+    ("    n = x.device.type\n", "attribute 'type'"),
+    ("    n = torch.cuda.is_available()\n", "torch.cuda.is_available is not allowed"),
+    ("    n = torch.cuda.current_device()\n", "torch.cuda.current_device is not allowed"),
+    ("    n = x.device == torch.device('cpu')\n", "torch.device is not allowed"),
+    ("    n = x.device == y.device\n", "x.device may only be passed as device="),
+    ("    d = x.device\n    n = torch.empty(4, device=d)\n", "device=d: allocate on the inputs' device"),
+    ("    n = f'{x.device}'\n", "x.device may only be passed as device="),
+    ("    n = torch.empty(4, device='cpu')\n", "device='cpu': allocate on the inputs' device"),
+    ("    n = torch.zeros(4, dtype=torch.float32)\n", "torch.zeros(...) without device="),
+    ("    n = torch.empty_strided((4,), (1,))\n", "torch.empty_strided(...) without device="),
+    ("    kw = {'device': x.device}\n    n = torch.full((4,), 0.0, **kw)\n", "without device="),
+]
+
+
+@pytest.mark.parametrize("code, words", DEVICE_QUERIES)
+def test_launch_cannot_tell_which_device_runs_it(code, words):
+    """What the checker ran on the CPU must be what runs on the GPU: no branch on the device's kind, no
+    buffer left on the host."""
+    result = lint(body(code, TORCH))
+    assert not result.ok and words in result.reason(), result.reason()
+
+
+def test_names_imported_by_name_and_module_level_allocations_need_a_device_too():
+    assert "E(...) without device=" in lint(body("    n = E(4)\n", "from torch import empty as E\n")).reason()
+    module_level = body("    pass\n", TORCH + "BUF = torch.ones(4)\n")
+    assert "torch.ones(...) without device=" in lint(module_level).reason()
+
+
+def test_allocations_on_the_inputs_device_pass():
+    code = ("    a = torch.empty(4, dtype=torch.float32, device=x.device)\n"
+            "    b = torch.empty_like(x)\n    c = x.new_zeros(3)\n    d = torch.zeros_like(y, device=y.device)\n"
+            "    e = torch.empty_strided((2, 2), (2, 1), device=x.device)\n"
+            "    f = torch.full((2,), 1.0, device=torch.empty_like(x).device)\n")
+    assert lint(body(code, TORCH)).ok, lint(body(code, TORCH)).reason()
+
+
 def test_the_contract_structure_is_checked():
     assert "does not define launch" in lint(HEADER).reason()
     assert "no @triton.jit kernel" in lint("PARAMS = {}\n\n\ndef launch(x, y):\n    pass\n").reason()

@@ -54,10 +54,9 @@ pi e inf nan tau sqrt isqrt log log2 log10 log1p exp exp2 expm1 ceil floor trunc
 sin cos tan tanh atan atan2 erf erfc isfinite isinf isnan copysign fmod comb factorial hypot
 """
 _TORCH = """
-empty zeros ones full empty_like zeros_like ones_like full_like empty_strided Tensor Size dtype device
+empty zeros ones full empty_like zeros_like ones_like full_like empty_strided Tensor Size dtype
 float16 float32 float64 bfloat16 half float double int8 int16 int32 int64 uint8 bool long int
-float8_e4m3fn float8_e5m2 cuda.get_device_properties cuda.get_device_capability cuda.is_available
-cuda.current_device
+float8_e4m3fn float8_e5m2 cuda.get_device_properties cuda.get_device_capability
 """
 _TYPING = "Any Optional Union Tuple List Dict Sequence Callable"
 
@@ -97,15 +96,21 @@ is_int_signed is_int_unsigned is_ptr is_block is_bool is_int1 is_int8 is_int16 i
 is_uint8 is_uint16 is_uint32 is_uint64 with_element_ty get_int_max_value get_int_min_value
 """.split())
 # attributes of values in launch and its helpers: the torch metadata, view and allocation API the
-# run-time guard allows (`fitness.sandbox.torch_guard`), dtype and device-property queries
+# run-time guard allows (`fitness.sandbox.torch_guard`), dtype and device-property queries. Nothing that
+# tells which kind of device runs the code (is_cuda, get_device, type, torch.cuda.is_available): a kernel
+# checked on the CPU interpreter must take the same path on the GPU (`fitness.check.lint` also confines
+# `.device` to allocations' device= keyword)
 HOST_VALUE_ATTRS = frozenset("""
-size stride dim numel nelement element_size data_ptr is_contiguous storage_offset get_device
-is_floating_point shape dtype device ndim is_cuda layout itemsize nbytes
+size stride dim numel nelement element_size data_ptr is_contiguous storage_offset
+is_floating_point shape dtype device ndim layout itemsize nbytes
 view unsqueeze squeeze permute transpose t T mT expand unflatten view_as reshape flatten as_strided
 expand_as movedim new_empty new_zeros new_ones new_full new_empty_strided zero_ fill_
-is_signed type multi_processor_count total_memory name major minor max_shared_memory_per_block_optin
+is_signed multi_processor_count total_memory name major minor max_shared_memory_per_block_optin
 regs_per_multiprocessor max_threads_per_multi_processor warp_size L2_cache_size get items keys values
 """.split())
+# torch allocations that take no tensor to copy the device from: each must say device=<tensor>.device
+# (without it the buffer is on the CPU: right in the interpreter, a host pointer handed to a GPU kernel)
+DEVICE_ALLOCATIONS = frozenset(f"torch.{n}" for n in "empty zeros ones full empty_strided".split())
 BUILTINS = frozenset("""
 range len min max abs int float bool tuple list dict enumerate zip round divmod pow isinstance print
 ValueError RuntimeError AssertionError TypeError NotImplementedError True False None

@@ -22,12 +22,16 @@ from evo.contracts.candidate import CandidateError, module_literal, parse_module
 from fitness.check.allowed import (
     BUILTINS,
     CHAINS,
+    DEVICE_ALLOCATIONS,
     HOST_VALUE_ATTRS,
     JIT_BUILTINS,
     JIT_VALUE_ATTRS,
     MODULES,
     canonical,
 )
+
+# value attributes that tell which kind of device holds a tensor (none is allowed; named for the message)
+DEVICE_QUERIES = frozenset({"is_cuda", "is_cpu", "is_meta", "get_device", "type", "device_type", "is_mps", "is_xpu"})
 
 FORBIDDEN_NODES: dict[type, str] = {
     ast.Try: "try/except (a fallback hides a broken kernel)",
@@ -102,6 +106,7 @@ class _Linter:
         self.jit: set[str] = set()
         self.functions: dict[str, ast.FunctionDef] = {}
         self.module_names: set[str] = set()  # listed names imported by name, and module-level constants
+        self.imported: dict[str, str] = {}  # local name -> canonical name, of names imported by name
         self.typing_names: set[str] = set()
         self.parents: dict[int, ast.AST] = {}
         self.annotation_nodes: set[int] = set()
@@ -169,6 +174,7 @@ class _Linter:
                 self.aliases[local] = MODULES[full]
             elif canonical(f"{MODULES[mod]}.{a.name}") in CHAINS:
                 self.module_names.add(local)
+                self.imported[local] = canonical(f"{MODULES[mod]}.{a.name}")
                 if mod == "typing":
                     self.typing_names.add(local)
             else:
@@ -219,6 +225,9 @@ class _Linter:
                         self.add(node, f"name {node.id!r} is not allowed at module level")
         for fn in self.functions.values():
             self.check_function(fn, jit=fn.name in self.jit)
+        for stmt in self.tree.body:
+            if not (isinstance(stmt, ast.FunctionDef) and stmt.name in self.jit):
+                self.check_device_use(stmt)
 
     def check_chain(self, node: ast.Attribute) -> None:
         """An outermost attribute chain: from a module it must reach a listed name; what follows (and
@@ -244,6 +253,9 @@ class _Linter:
             if attr not in values and not attr.startswith("_"):
                 where = "inside @triton.jit code" if values is JIT_VALUE_ATTRS else "in launch code"
                 hint = " (torch serves allocation, views and metadata only)" if values is HOST_VALUE_ATTRS else ""
+                if attr in DEVICE_QUERIES:
+                    hint = " (code that asks which device runs it could run differently on the GPU than where it was " \
+                           "checked)"
                 self.add(node, f"attribute {attr!r} (in {ast.unparse(node)}) is not on the allowlist {where}{hint}")
                 return
 
@@ -282,6 +294,40 @@ class _Linter:
                         self.add(node, f"torch used inside @triton.jit function {fn.name!r}")
                     continue
                 self.add(node, f"name {node.id!r} is not allowed in {fn.name!r}")
+
+    def called_name(self, call: ast.Call) -> str | None:
+        """The canonical name a call reaches through a module alias or a name imported by name."""
+        f = call.func
+        if isinstance(f, ast.Name):
+            return self.imported.get(f.id)
+        if isinstance(f, ast.Attribute):
+            root, attrs = _chain(f)
+            if isinstance(root, ast.Name) and root.id in self.aliases:
+                return canonical(".".join([self.aliases[root.id], *attrs]))
+        return None
+
+    def check_device_use(self, stmt: ast.stmt) -> None:
+        """Host code may not tell which kind of device runs it: a tensor's ``.device`` only says where an
+        allocation goes (``device=x.device``), never a value to compare, format or keep, and an allocation
+        with no tensor to copy its device from must say it. Otherwise a kernel can take one path in the
+        CPU interpreter, where it is checked, and another on the GPU, or hand a GPU kernel a host buffer."""
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Attribute) and node.attr == "device" and isinstance(node.ctx, ast.Load):
+                parent = self.parents.get(id(node))
+                root, _ = _chain(node)
+                if isinstance(root, ast.Name) and root.id in self.aliases:
+                    continue  # torch.device: the allowlist of names refuses it
+                if not (isinstance(parent, ast.keyword) and parent.arg == "device"):
+                    self.add(node, f"{ast.unparse(node)} may only be passed as device= to an allocation (code that "
+                                   "looks at the device could run differently on the GPU than where it was checked)")
+            elif isinstance(node, ast.keyword) and node.arg == "device":
+                if not (isinstance(node.value, ast.Attribute) and node.value.attr == "device"):
+                    self.add(node.value, f"device={ast.unparse(node.value)}: allocate on the inputs' device "
+                                         "(device=x.device), not a device named in the code")
+            elif isinstance(node, ast.Call) and self.called_name(node) in DEVICE_ALLOCATIONS:
+                if not any(k.arg == "device" for k in node.keywords):
+                    self.add(node, f"{ast.unparse(node.func)}(...) without device=: the buffer would be on the CPU "
+                                   "(pass device=x.device, or use empty_like / new_empty)")
 
     def launched_kernels(self) -> set[str]:
         """Jit kernels launched as kernel[grid](...) from launch or helpers it calls."""

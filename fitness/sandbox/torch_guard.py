@@ -21,10 +21,12 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+# nothing that tells which kind of device holds a tensor (is_cuda, get_device, a tensor's repr or format,
+# which name it): what ran in the CPU interpreter must be what runs on the GPU (`fitness.check.lint`)
 METADATA = {
     "size", "stride", "dim", "numel", "nelement", "element_size", "data_ptr", "is_contiguous",
-    "storage_offset", "get_device", "__len__", "__format__", "__repr__", "__index__", "is_floating_point",
-    "shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad", "itemsize", "nbytes",
+    "storage_offset", "__len__", "__index__", "is_floating_point",
+    "shape", "dtype", "device", "ndim", "layout", "requires_grad", "itemsize", "nbytes",
 }
 VIEWS = {"view", "unsqueeze", "squeeze", "permute", "transpose", "t", "T", "mT", "expand", "unflatten",
          "view_as", "reshape", "flatten", "as_strided", "expand_as", "movedim"}
@@ -34,6 +36,7 @@ ALLOCATIONS = {
     "zero_", "fill_",
 }
 ALLOWED = METADATA | VIEWS | ALLOCATIONS
+DEVICE_QUERIES = {"is_cuda", "is_cpu", "is_meta", "get_device", "__format__", "__repr__", "__str__", "type"}
 UNINITIALIZED = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _THIS_FILE = __file__
@@ -102,6 +105,11 @@ class CandidateGuard(TorchFunctionMode):
         kwargs = kwargs or {}
         if self._caller_is_candidate():
             name = _name(func)
+            if name in DEVICE_QUERIES:
+                raise ForbiddenOperation(
+                    f"launch asked torch '{name}', which tells which kind of device holds a tensor: a kernel "
+                    "must do on the GPU what it was checked doing here"
+                )
             if name not in ALLOWED:
                 raise ForbiddenOperation(
                     f"launch called torch '{name}' on tensor data; candidates must compute with "

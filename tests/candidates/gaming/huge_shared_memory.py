@@ -1,6 +1,7 @@
 """Gaming once: 256x256 tiles, K in steps of 128, five stages: more shared memory per program than any
-GPU has. `launch` refuses meta tensors, so the cross-compile that used to run it on them read no
-resources and the model assumed some: the kernel was ranked."""
+GPU has. When `launch` refused the meta tensors the cross-compile used to run it on, the compile read no
+resources and the model assumed some: the kernel was ranked. (Asking for the device is a lint error now;
+the compile sees what ran, so it finds the shared memory either way.)"""
 
 import triton
 import triton.language as tl
@@ -36,8 +37,6 @@ PARAMS = {"BM": 256, "BN": 256, "BK": 128, "GROUP_M": 8, "num_warps": 8, "num_st
 
 
 def launch(a, b, c, *, BM, BN, BK, GROUP_M, num_warps, num_stages):
-    if a.device.type == "meta":
-        raise ValueError("not on meta tensors")
     M, K = a.shape
     N = b.shape[1]
     grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)

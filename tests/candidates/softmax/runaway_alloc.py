@@ -20,7 +20,7 @@ PARAMS = {"num_warps": 4}
 
 def launch(x, y, *, num_warps):
     rows, cols = x.shape
-    junk = torch.ones(3 << 28, dtype=torch.float32)
+    junk = torch.ones(3 << 28, dtype=torch.float32, device=x.device)
     junk.fill_(1.0)
     _softmax[(rows,)](x, y, cols, x.stride(0), y.stride(0), BLOCK=triton.next_power_of_2(cols),
                       num_warps=num_warps)
