@@ -7,9 +7,10 @@ import random
 import pytest
 
 from evo.contracts.candidate import Candidate
-from evo.contracts.config import IslandsConfig
+from evo.contracts.config import EvaluationConfig, IslandsConfig, LatencyMode
 from evo.contracts.history import MsgpackLog, pack, unpack
 from evo.contracts.mutator_config import SelectionConfig, entry_names
+from evo.contracts.native_task import NativeTask
 from evo.contracts.records import Individual, Proposal, Tier
 from evo.contracts.verdict import Evaluation, LatencySource, Status
 from islands.checkpoint import CheckpointError
@@ -212,16 +213,17 @@ def test_migrants_are_deduplicated_and_never_evaluated(softmax_task, seed):
     assert b.immigrate(migrants) == 0  # already resident
 
 
-def test_an_island_with_real_evaluations_adopts_the_faster_kernel(softmax_task, softmax_evaluator, seed, tmp_path):
-    """Real lint + equivalence in a worker (fake latency): a wrong swap is refused, a right one wins."""
+def test_an_island_with_real_evaluations_adopts_the_faster_kernel(softmax_task, seed, tmp_path, request):
+    """Real lint + equivalence in a worker (fake latency): a wrong swap is refused, a right one wins. A new
+    best is verified in full at the bench size: 256 rows of 4096 (at the library's 4096 rows the
+    interpreter takes a minute per kernel; no latency is modelled, the fake one replaces it)."""
     from .islands_fakes import WRONG_SOFTMAX
 
-    class Wrapped(FakeLatencyEvaluator):
-        def __init__(self) -> None:
-            self.inner = softmax_evaluator
-            self.device = "cpu"
-
-    real = Wrapped()
+    small = NativeTask(softmax_task.path)
+    small.bench_sizes = [{"rows": 256, "cols": 4096}]
+    real = FakeLatencyEvaluator(small, EvaluationConfig(timeout_s=60.0, memory_mb=1024, latency=LatencyMode.OFF),
+                                "cpu")
+    request.addfinalizer(real.close)
     log = MsgpackLog(tmp_path / "history.msgpack")
     swaps = [SwapMutator(quick_check=False), SwapMutator(WRONG_SOFTMAX, quick_check=False)]
     island, _ = make_island(softmax_task, swaps,
