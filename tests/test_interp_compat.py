@@ -1,5 +1,6 @@
 """Interpreter fixes: older Triton interpreters under recent numpy (loops over runtime scalars must still
-run and profile), and masks built from a scalar comparison (valid on a GPU) must run.
+run and profile), masks built from a scalar comparison (valid on a GPU) must run, and a float32 dot
+must be as inexact as the GPU's TF32.
 
 On the GPU machine (Triton 3.6, numpy 2.5) the latency model failed for every kernel with a loop
 over a runtime bound, in the kernel or in a jit helper: Triton 3.6's ``tensor.__index__`` calls
@@ -20,7 +21,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fitness.sandbox.interp_compat import scalar_index
+from evo.contracts.candidate import Candidate
+from evo.contracts.config import EvaluationConfig, LatencyMode
+from evo.contracts.native_task import NativeTask
+from evo.contracts.verdict import Status
+from fitness.evaluate import Evaluator
+from fitness.sandbox.interp_compat import scalar_index, tf32_truncate
 
 from .conftest import ROOT
 
@@ -70,3 +76,34 @@ def test_a_scalar_comparison_anded_with_a_block_one_is_a_boolean_mask_as_on_the_
     assert fixed == {"max_error": 0.0}, fixed
     broken = probe("--no-fix", module="tests.scalar_mask_probe")
     assert "mask has unsupported dtype" in broken.get("run_error", ""), broken
+
+
+def test_tf32_truncation_keeps_ten_mantissa_bits_and_special_values():
+    x = np.array([1.0 + 2.0**-10, 1.0 + 2.0**-11, -3.0 - 2.0**-12, np.inf, -np.inf, np.nan, 0.0], dtype=np.float32)
+    out = tf32_truncate(x)
+    assert out[0] == np.float32(1.0 + 2.0**-10)  # the 10th mantissa bit is kept
+    assert out[1] == 1.0 and out[2] == -3.0  # lower ones are dropped, toward zero
+    assert np.isposinf(out[3]) and np.isneginf(out[4]) and np.isnan(out[5]) and out[6] == 0.0
+
+
+def test_a_float32_dot_at_the_default_precision_has_the_tf32_error_of_a_gpu():
+    """`tl.dot` of float32 blocks: TF32 on the GPU by default. The interpreter alone multiplies in full
+    float32; with the fix its result is the product of TF32 operands, and `input_precision="ieee"`
+    stays exact."""
+    fixed = probe(module="tests.tf32_dot_probe")
+    assert fixed["default_vs_tf32"] < 1e-6 and fixed["default_vs_exact"] > 1e-4, fixed
+    assert fixed["ieee_vs_exact"] < 1e-6, fixed
+    unfixed = probe("--no-fix", module="tests.tf32_dot_probe")
+    assert unfixed["default_vs_exact"] < 1e-6 and unfixed["default_vs_tf32"] > 1e-4, unfixed
+
+
+def test_a_float32_matmul_in_tf32_is_wrong_where_its_task_wants_float32():
+    """Through the checker: the same matmul with the default precision fails the float32 tolerance, as it
+    would on a GPU; with `input_precision="ieee"` it passes."""
+    folder = ROOT / "tests" / "tasks" / "matmul_fp32"
+    settings = EvaluationConfig(timeout_s=120.0, latency=LatencyMode.OFF)
+    with Evaluator(NativeTask(folder), settings, device="cpu") as ev:
+        tf32 = ev.evaluate(Candidate.from_file(folder / "dot_default.py"))
+        ieee = ev.evaluate(Candidate.from_file(folder / "dot_ieee.py"))
+    assert tf32.status is Status.WRONG_OUTPUT and "outside tolerance" in tf32.reason, tf32.reason
+    assert ieee.status is Status.OK, ieee.reason

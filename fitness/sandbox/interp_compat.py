@@ -8,6 +8,14 @@ onto a block (``(row < n) & (offs < m)``) then materializes it as int32, the ``&
 an i1 mask. `install` tags every boolean result of a binary operation int1, as the compiler types it
 (seen in Triton 3.9; a correct candidate was reported as the kernel's error).
 
+TF32 dots. On the GPUs the targets name (Ampere and later), ``tl.dot`` of two float32 blocks runs on
+tensor cores in TF32 unless the kernel asks for ``input_precision="ieee"`` (or ``"tf32x3"``): the
+operands keep 10 of their 23 mantissa bits, a relative error near 1e-3 per product. The interpreter
+multiplies them in full float32, so a kernel that is wrong by that much on the GPU was checked, here, as
+exact. `install` drops the 13 low mantissa bits of both operands of such a dot (truncation, the larger
+of the hardware's errors: without rounding first, the tensor cores read only the high bits), so the
+checker sees at least the GPU's error.
+
 Scalars as indices under numpy >= 2.4.
 
 numpy 2.4 made ``int()`` of an array with one element but one or more dimensions an error (it
@@ -49,6 +57,7 @@ def install() -> bool:
     from triton.runtime import interpreter as interp
 
     _boolean_results_are_int1(interp)
+    _tf32_dots(interp)
     original = getattr(interp, "_patch_lang_tensor", None)
     if original is None or getattr(original, _MARK, False):
         return original is not None
@@ -91,4 +100,43 @@ def _boolean_results_are_int1(interp: Any) -> bool:
 
     setattr(patched, _MARK, True)
     builder.binary_op = patched
+    return True
+
+
+TF32_DROPPED_BITS = 13  # float32 has 23 mantissa bits, TF32 10
+
+
+def tf32_truncate(data: np.ndarray) -> np.ndarray:
+    """float32 values with the mantissa bits TF32 does not keep set to zero (inf and nan stay so)."""
+    bits = np.ascontiguousarray(data, dtype=np.float32).view(np.uint32)
+    return (bits & np.uint32(0xFFFFFFFF << TF32_DROPPED_BITS & 0xFFFFFFFF)).view(np.float32)
+
+
+def _tf32_dots(interp: Any) -> bool:
+    """Wrap the interpreter builder's ``create_dot`` so a TF32 dot of float32 operands sees them as the
+    tensor cores do (the module docstring); False where there is no such method (nothing is changed)."""
+    import triton.language as tl
+    from triton._C.libtriton import ir
+
+    builder: Any = getattr(interp, "InterpreterBuilder", None)
+    original = getattr(builder, "create_dot", None)
+    handle = getattr(interp, "TensorHandle", None)
+    tf32 = getattr(getattr(ir, "INPUT_PRECISION", None), "TF32", None)
+    if builder is None or original is None or handle is None or tf32 is None:
+        return False
+    if getattr(original, _MARK, False):
+        return True
+    create_dot: Callable[..., Any] = original
+
+    def scalar(t: Any) -> Any:
+        return getattr(t.dtype, "scalar", t.dtype)
+
+    def patched(self: Any, a: Any, b: Any, d: Any, input_precision: Any, *rest: Any) -> Any:
+        if input_precision == tf32 and scalar(a) == tl.float32 and scalar(b) == tl.float32:
+            a = handle(tf32_truncate(a.data), a.dtype)
+            b = handle(tf32_truncate(b.data), b.dtype)
+        return create_dot(self, a, b, d, input_precision, *rest)
+
+    setattr(patched, _MARK, True)
+    builder.create_dot = patched
     return True

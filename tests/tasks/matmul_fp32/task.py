@@ -1,0 +1,32 @@
+"""C = A @ B in float32 (a test task): checks what a float32 tl.dot computes on a GPU, where by default
+it runs in TF32."""
+
+DTYPES = ("float32",)
+CHECK_SIZES = [
+    {"M": 1, "N": 1, "K": 1},
+    {"M": 17, "N": 33, "K": 5},
+    {"M": 31, "N": 67, "K": 129},
+    {"M": 64, "N": 64, "K": 256},
+]
+BENCH_SIZES = [{"M": 64, "N": 64, "K": 64}]
+DISTS = ("normal", "uniform")
+
+
+def inputs(size, dtype, rng, dist):
+    shape_a, shape_b = (size["M"], size["K"]), (size["K"], size["N"])
+    if dist == "uniform":
+        return [rng.uniform(-2, 2, shape_a), rng.uniform(-2, 2, shape_b)]
+    return [rng.standard_normal(shape_a), rng.standard_normal(shape_b)]
+
+
+def reference(a, b):
+    return a @ b
+
+
+def flops(size):
+    return 2.0 * size["M"] * size["N"] * size["K"]
+
+
+def bytes_moved(size, itemsize):
+    m, n, k = size["M"], size["N"], size["K"]
+    return float(m * k + k * n + m * n) * itemsize
