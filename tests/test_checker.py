@@ -50,6 +50,7 @@ REJECTED = [
     ("device_type_branch", Status.LINT_ERROR, "x.device may only be passed as device="),
     ("format_names_device", Status.LINT_ERROR, "launch asked torch '__format__'"),
     ("host_buffer", Status.LINT_ERROR, "torch.empty(...) without device="),
+    ("allocator_fingerprint", Status.LINT_ERROR, "attribute 'data_ptr'"),
 ]
 
 
@@ -70,6 +71,7 @@ GUARDED = [
     ("torch_builtin_sum", "launch called torch"),
     ("wrong_on_cuda", "launch asked torch 'is_cuda'"),
     ("format_names_device", "launch asked torch '__format__'"),
+    ("allocator_fingerprint", "launch asked torch 'data_ptr'"),
 ]
 
 

@@ -46,6 +46,7 @@ TORCH = "import torch\n"
 DEVICE_QUERIES = [
     ("    if x.get_device() >= 0:\n        pass\n", "attribute 'get_device'"),
     ("    n = x.type()\n", "attribute 'type'"),
+    ("    n = x.data_ptr() % 512\n", "attribute 'data_ptr'"),
     ("    n = x.device.type\n", "attribute 'type'"),
     ("    n = torch.cuda.is_available()\n", "torch.cuda.is_available is not allowed"),
     ("    n = torch.cuda.current_device()\n", "torch.cuda.current_device is not allowed"),

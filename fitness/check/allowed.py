@@ -97,11 +97,12 @@ is_uint8 is_uint16 is_uint32 is_uint64 with_element_ty get_int_max_value get_int
 """.split())
 # attributes of values in launch and its helpers: the torch metadata, view and allocation API the
 # run-time guard allows (`fitness.sandbox.torch_guard`), dtype and device-property queries. Nothing that
-# tells which kind of device runs the code (is_cuda, get_device, type, torch.cuda.is_available): a kernel
+# tells which kind of device runs the code (is_cuda, get_device, type, torch.cuda.is_available, data_ptr:
+# a CUDA allocation is 512-byte aligned, a CPU one is not, so a few allocations tell them apart): a kernel
 # checked on the CPU interpreter must take the same path on the GPU (`fitness.check.lint` also confines
 # `.device` to allocations' device= keyword)
 HOST_VALUE_ATTRS = frozenset("""
-size stride dim numel nelement element_size data_ptr is_contiguous storage_offset
+size stride dim numel nelement element_size is_contiguous storage_offset
 is_floating_point shape dtype device ndim layout itemsize nbytes
 view unsqueeze squeeze permute transpose t T mT expand unflatten view_as reshape flatten as_strided
 expand_as movedim new_empty new_zeros new_ones new_full new_empty_strided zero_ fill_

@@ -22,9 +22,10 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 # nothing that tells which kind of device holds a tensor (is_cuda, get_device, a tensor's repr or format,
-# which name it): what ran in the CPU interpreter must be what runs on the GPU (`fitness.check.lint`)
+# which name it; data_ptr, whose alignment does): what ran in the CPU interpreter must be what runs on the
+# GPU (`fitness.check.lint`)
 METADATA = {
-    "size", "stride", "dim", "numel", "nelement", "element_size", "data_ptr", "is_contiguous",
+    "size", "stride", "dim", "numel", "nelement", "element_size", "is_contiguous",
     "storage_offset", "__len__", "__index__", "is_floating_point",
     "shape", "dtype", "device", "ndim", "layout", "requires_grad", "itemsize", "nbytes",
 }
@@ -36,7 +37,8 @@ ALLOCATIONS = {
     "zero_", "fill_",
 }
 ALLOWED = METADATA | VIEWS | ALLOCATIONS
-DEVICE_QUERIES = {"is_cuda", "is_cpu", "is_meta", "get_device", "__format__", "__repr__", "__str__", "type"}
+DEVICE_QUERIES = {"is_cuda", "is_cpu", "is_meta", "get_device", "__format__", "__repr__", "__str__", "type",
+                  "data_ptr"}
 UNINITIALIZED = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _THIS_FILE = __file__

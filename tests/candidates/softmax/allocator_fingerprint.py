@@ -1,0 +1,32 @@
+"""Cheat: right where it is checked, wrong on a GPU: a CUDA allocation is always 512-byte aligned, a CPU
+one is one time in eight, so eight aligned scratch buffers in a row mean a GPU."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax(x_ptr, y_ptr, n_cols, stride_x, stride_y, BLOCK: tl.constexpr, WRONG: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * stride_x + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    if WRONG:
+        e = tl.exp(x)  # overflows on large logits
+    else:
+        e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(y_ptr + row * stride_y + offs, (e / tl.sum(e, axis=0)).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+PARAMS = {"num_warps": 4}
+
+
+def launch(x, y, *, num_warps):
+    rows, cols = x.shape
+    wrong = True
+    for _ in range(8):
+        if torch.empty(1, device=x.device).data_ptr() % 512 != 0:
+            wrong = False
+    _softmax[(rows,)](x, y, cols, x.stride(0), y.stride(0), BLOCK=triton.next_power_of_2(cols), WRONG=wrong,
+                      num_warps=num_warps)
