@@ -54,6 +54,7 @@ DEVICE_QUERIES = [
     ("    n = x.device == y.device\n", "x.device may only be passed as device="),
     ("    d = x.device\n    n = torch.empty(4, device=d)\n", "device=d: allocate on the inputs' device"),
     ("    n = f'{x.device}'\n", "x.device may only be passed as device="),
+    ("    n = name_of(device=x.device)\n", "x.device may only be passed as device="),  # a function of its own
     ("    n = torch.empty(4, device='cpu')\n", "device='cpu': allocate on the inputs' device"),
     ("    n = torch.zeros(4, dtype=torch.float32)\n", "torch.zeros(...) without device="),
     ("    n = torch.empty_strided((4,), (1,))\n", "torch.empty_strided(...) without device="),
@@ -65,7 +66,8 @@ DEVICE_QUERIES = [
 def test_launch_cannot_tell_which_device_runs_it(code, words):
     """What the checker ran on the CPU must be what runs on the GPU: no branch on the device's kind, no
     buffer left on the host."""
-    result = lint(body(code, TORCH))
+    helper = "def name_of(device):\n    return f'{device}'\n\n\n"
+    result = lint(body(code, TORCH + helper))
     assert not result.ok and words in result.reason(), result.reason()
 
 

@@ -307,6 +307,14 @@ class _Linter:
                 return canonical(".".join([self.aliases[root.id], *attrs]))
         return None
 
+    def is_torch_call(self, call: ast.Call) -> bool:
+        """A call of torch's (a listed name, or a method of a value such as ``x.new_empty``), not of a
+        function the candidate defines, which could look at what it is passed."""
+        f = call.func
+        if isinstance(f, ast.Name):
+            return f.id in self.imported
+        return isinstance(f, ast.Attribute)
+
     def check_device_use(self, stmt: ast.stmt) -> None:
         """Host code may not tell which kind of device runs it: a tensor's ``.device`` only says where an
         allocation goes (``device=x.device``), never a value to compare, format or keep, and an allocation
@@ -318,7 +326,9 @@ class _Linter:
                 root, _ = _chain(node)
                 if isinstance(root, ast.Name) and root.id in self.aliases:
                     continue  # torch.device: the allowlist of names refuses it
-                if not (isinstance(parent, ast.keyword) and parent.arg == "device"):
+                call = self.parents.get(id(parent)) if parent is not None else None
+                if not (isinstance(parent, ast.keyword) and parent.arg == "device" and isinstance(call, ast.Call)
+                        and self.is_torch_call(call)):
                     self.add(node, f"{ast.unparse(node)} may only be passed as device= to an allocation (code that "
                                    "looks at the device could run differently on the GPU than where it was checked)")
             elif isinstance(node, ast.keyword) and node.arg == "device":
