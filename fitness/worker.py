@@ -78,9 +78,10 @@ def main() -> None:
         torch.cuda.init()
         install_clock()
     elif not args.compile_only:
-        from fitness.sandbox.interp_compat import install
+        from fitness.sandbox import addresses, interp_compat
 
-        install()  # older interpreters under numpy >= 2.4: loops over runtime scalars
+        interp_compat.install()  # the interpreter computes what a GPU would (see its docstring)
+        addresses.install()  # and kernels may not read addresses
     _exit_with_parent()  # before the memory limit: the thread's stack counts against it
     if args.memory_mb and args.device == "cpu":
         set_memory_limit(args.memory_mb, args.bench_memory_mb)

@@ -33,7 +33,8 @@ CONTRACT = """The candidate contract (a kernel that breaks it is rejected before
 - Imports: only triton, triton.language (and triton.language.extra.libdevice), math, typing, torch.
   torch only allocates scratch buffers (on the inputs' device: device=x.device, or empty_like),
   names dtypes, takes views and reads metadata: computing with torch is rejected, and so is asking
-  which device runs the code (is_cuda, device.type, printing a tensor). No try/except, classes,
+  which device runs the code (is_cuda, device.type, data_ptr, printing a tensor, or a pointer cast to
+  an integer inside a kernel). No try/except, classes,
   global, with, files, threads, processes, sockets, exec/eval or introspection.
 - Correctness is checked against the reference in float64 on many sizes (including 1, primes and
   sizes that are not multiples of any block), several input draws and value distributions, with

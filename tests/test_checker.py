@@ -51,6 +51,8 @@ REJECTED = [
     ("format_names_device", Status.LINT_ERROR, "launch asked torch '__format__'"),
     ("host_buffer", Status.LINT_ERROR, "torch.empty(...) without device="),
     ("allocator_fingerprint", Status.LINT_ERROR, "attribute 'data_ptr'"),
+    ("address_alignment", Status.LINT_ERROR, "the kernel converts a pointer to an integer"),
+    ("forged_pointer", Status.LINT_ERROR, "the kernel converts an integer to a pointer"),
 ]
 
 
