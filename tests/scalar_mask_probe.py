@@ -7,26 +7,18 @@ the largest error against torch, or the error the run raised. Run as
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
+
+from tests.interp_fix_probe import install_unless_no_fix
 
 ROWS, COLS, BLOCK = 4, 100, 128
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--no-fix", action="store_true")
-    args = ap.parse_args()
-    assert os.environ.get("TRITON_INTERPRET") == "1"
+    install_unless_no_fix()
     import torch
     import triton
     import triton.language as tl
-
-    if not args.no_fix:
-        from fitness.sandbox.interp_compat import install
-
-        install()
 
     @triton.jit
     def kernel(x_ptr, y_ptr, n, m, BLOCK: tl.constexpr):

@@ -9,12 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.verdict import Status
 from fitness.evaluate import Evaluator
 from fitness.sandbox.process import scrubbed_env
 
-from .conftest import candidate
+from .conftest import CANDIDATES, candidate
 
 REJECTED = [
     ("half_written", Status.WRONG_OUTPUT, "never written"),
@@ -45,12 +46,8 @@ REJECTED = [
     ("ctypes_poke", Status.LINT_ERROR, "import of 'ctypes'"),
     ("prints_verdict", Status.WRONG_OUTPUT, "outside tolerance"),
     ("syntax_error", Status.LINT_ERROR, "syntax error at line"),
-    # right in the CPU interpreter where it is checked, another path on a GPU
-    ("wrong_on_cuda", Status.LINT_ERROR, "attribute 'is_cuda'"),
-    ("device_type_branch", Status.LINT_ERROR, "x.device may only be passed as device="),
-    ("format_names_device", Status.LINT_ERROR, "launch asked torch '__format__'"),
+    # right in the CPU interpreter where it is checked, another path on a GPU (more below: DEVICE_TESTS)
     ("host_buffer", Status.LINT_ERROR, "torch.empty(...) without device="),
-    ("allocator_fingerprint", Status.LINT_ERROR, "attribute 'data_ptr'"),
     ("address_alignment", Status.LINT_ERROR, "the kernel converts a pointer to an integer"),
     ("forged_pointer", Status.LINT_ERROR, "the kernel converts an integer to a pointer"),
 ]
@@ -71,9 +68,6 @@ GUARDED = [
     ("torch_module_alias", "launch called torch 'softmax'"),
     ("torch_methods", "launch called torch 'amax'"),
     ("torch_builtin_sum", "launch called torch"),
-    ("wrong_on_cuda", "launch asked torch 'is_cuda'"),
-    ("format_names_device", "launch asked torch '__format__'"),
-    ("allocator_fingerprint", "launch asked torch 'data_ptr'"),
 ]
 
 
@@ -81,6 +75,36 @@ GUARDED = [
 def test_torch_cheats_below_the_lint_are_stopped_by_the_guard(unlinted, name, words):
     result = unlinted.evaluate(candidate(f"softmax/{name}"))
     assert result.status is Status.LINT_ERROR and words in result.reason, result.reason
+
+
+# ways launch could tell the CPU interpreter (where a kernel is checked) from a GPU, each put in place of
+# `x.is_cuda` in softmax/wrong_on_cuda.py, whose kernel is right on one path only: (code, the lint's
+# words, the run-time guard's words with the lint bypassed, or None where only the lint sees it)
+DEVICE_TESTS = {
+    "is_cuda": ("x.is_cuda", "attribute 'is_cuda'", "launch asked torch 'is_cuda'"),
+    "device_type": ('x.device.type == "cuda"', "x.device may only be passed as device=", None),
+    "format": ('"cuda" in f"{x}"', "launch asked torch '__format__'", "launch asked torch '__format__'"),
+    # a CUDA allocation is always 512-byte aligned, a CPU one about one time in eight
+    "allocator": ("True\n    for _ in range(8):\n        if torch.empty(1, device=x.device).data_ptr() % 512 != 0:\n"
+                  "            wrong = False", "attribute 'data_ptr'", "launch asked torch 'data_ptr'"),
+}
+
+
+def device_cheat(test: str) -> Candidate:
+    source = (CANDIDATES / "softmax" / "wrong_on_cuda.py").read_text()
+    assert "    wrong = x.is_cuda\n" in source
+    return Candidate.from_source(source.replace("    wrong = x.is_cuda\n", f"    wrong = {DEVICE_TESTS[test][0]}\n"))
+
+
+@pytest.mark.parametrize("test", DEVICE_TESTS)
+def test_a_kernel_that_tells_the_interpreter_from_a_gpu_is_rejected(softmax_evaluator, unlinted, test):
+    _, lint_words, guard_words = DEVICE_TESTS[test]
+    result = softmax_evaluator.evaluate(device_cheat(test))
+    assert result.status is Status.LINT_ERROR and lint_words in result.reason, result.reason
+    assert result.error > 0
+    if guard_words is not None:
+        below = unlinted.evaluate(device_cheat(test))
+        assert below.status is Status.LINT_ERROR and guard_words in below.reason, below.reason
 
 
 @pytest.mark.parametrize("name", ["one_pass", "online_two_kernels"])

@@ -102,8 +102,11 @@ def test_a_float32_matmul_in_tf32_is_wrong_where_its_task_wants_float32():
     would on a GPU; with `input_precision="ieee"` it passes."""
     folder = ROOT / "tests" / "tasks" / "matmul_fp32"
     settings = EvaluationConfig(timeout_s=120.0, latency=LatencyMode.OFF)
+    default = (folder / "dot_default.py").read_text()
+    exact = default.replace("tl.dot(a, b)", 'tl.dot(a, b, input_precision="ieee")')
+    assert exact != default
     with Evaluator(NativeTask(folder), settings, device="cpu") as ev:
-        tf32 = ev.evaluate(Candidate.from_file(folder / "dot_default.py"))
-        ieee = ev.evaluate(Candidate.from_file(folder / "dot_ieee.py"))
+        tf32 = ev.evaluate(Candidate.from_source(default))
+        ieee = ev.evaluate(Candidate.from_source(exact))
     assert tf32.status is Status.WRONG_OUTPUT and "outside tolerance" in tf32.reason, tf32.reason
     assert ieee.status is Status.OK, ieee.reason

@@ -7,28 +7,20 @@ truncated to TF32. Run as ``TRITON_INTERPRET=1 python -m tests.tf32_dot_probe [-
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
+
+from tests.interp_fix_probe import install_unless_no_fix
 
 N = 32
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--no-fix", action="store_true")
-    args = ap.parse_args()
-    assert os.environ.get("TRITON_INTERPRET") == "1"
+    install_unless_no_fix()
     import torch
     import triton
     import triton.language as tl
 
     from fitness.sandbox.interp_compat import tf32_truncate
-
-    if not args.no_fix:
-        from fitness.sandbox.interp_compat import install
-
-        install()
 
     @triton.jit
     def kernel(a_ptr, b_ptr, c_ptr, d_ptr, N: tl.constexpr):

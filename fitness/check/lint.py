@@ -23,16 +23,13 @@ from fitness.check.allowed import (
     BUILTINS,
     CHAINS,
     DEVICE_ALLOCATIONS,
+    DEVICE_QUERIES,
     HOST_VALUE_ATTRS,
     JIT_BUILTINS,
     JIT_VALUE_ATTRS,
     MODULES,
     canonical,
 )
-
-# value attributes that tell which kind of device holds a tensor (none is allowed; named for the message)
-DEVICE_QUERIES = frozenset({"is_cuda", "is_cpu", "is_meta", "get_device", "type", "device_type", "is_mps", "is_xpu",
-                            "data_ptr"})
 
 FORBIDDEN_NODES: dict[type, str] = {
     ast.Try: "try/except (a fallback hides a broken kernel)",

@@ -21,6 +21,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from fitness.check.allowed import DEVICE_QUERIES
+
 # nothing that tells which kind of device holds a tensor (is_cuda, get_device, a tensor's repr or format,
 # which name it; data_ptr, whose alignment does): what ran in the CPU interpreter must be what runs on the
 # GPU (`fitness.check.lint`)
@@ -37,8 +39,6 @@ ALLOCATIONS = {
     "zero_", "fill_",
 }
 ALLOWED = METADATA | VIEWS | ALLOCATIONS
-DEVICE_QUERIES = {"is_cuda", "is_cpu", "is_meta", "get_device", "__format__", "__repr__", "__str__", "type",
-                  "data_ptr"}
 UNINITIALIZED = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _THIS_FILE = __file__

@@ -1,5 +1,7 @@
-"""Cheat: right where it is checked (the CPU interpreter), wrong on a GPU: it asks x.is_cuda."""
+"""Cheat: right where it is checked (the CPU interpreter), wrong on a GPU: it asks x.is_cuda.
+`tests/test_checker.py` puts each other way launch could tell them apart in place of `x.is_cuda`."""
 
+import torch  # noqa: F401  (for the variants that allocate)
 import triton
 import triton.language as tl
 

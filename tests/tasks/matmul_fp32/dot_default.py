@@ -1,5 +1,6 @@
 """A float32 matmul with tl.dot at its default precision: TF32 on a GPU, about 1e-3 off; right in an
-interpreter that multiplies in full float32."""
+interpreter that multiplies in full float32. (The test makes its IEEE twin by adding
+input_precision="ieee" to the dot.)"""
 
 import triton
 import triton.language as tl

@@ -1,5 +1,7 @@
-"""C = A @ B in float32 (a test task): checks what a float32 tl.dot computes on a GPU, where by default
-it runs in TF32."""
+"""C = A @ B in float32 (a test task): the library's matmul (its inputs, reference and counts) in the
+dtype where a GPU's tl.dot defaults to TF32, at sizes the interpreter checks in seconds."""
+
+from tasks.matmul.task import bytes_moved, flops, inputs, reference  # noqa: F401  (the task's functions)
 
 DTYPES = ("float32",)
 CHECK_SIZES = [
@@ -10,23 +12,3 @@ CHECK_SIZES = [
 ]
 BENCH_SIZES = [{"M": 64, "N": 64, "K": 64}]
 DISTS = ("normal", "uniform")
-
-
-def inputs(size, dtype, rng, dist):
-    shape_a, shape_b = (size["M"], size["K"]), (size["K"], size["N"])
-    if dist == "uniform":
-        return [rng.uniform(-2, 2, shape_a), rng.uniform(-2, 2, shape_b)]
-    return [rng.standard_normal(shape_a), rng.standard_normal(shape_b)]
-
-
-def reference(a, b):
-    return a @ b
-
-
-def flops(size):
-    return 2.0 * size["M"] * size["N"] * size["K"]
-
-
-def bytes_moved(size, itemsize):
-    m, n, k = size["M"], size["N"], size["K"]
-    return float(m * k + k * n + m * n) * itemsize
