@@ -109,10 +109,6 @@ expand_as movedim new_empty new_zeros new_ones new_full new_empty_strided zero_ 
 is_signed multi_processor_count total_memory name major minor max_shared_memory_per_block_optin
 regs_per_multiprocessor max_threads_per_multi_processor warp_size L2_cache_size get items keys values
 """.split())
-# what tells which kind of device holds a tensor, named for the lint's message and refused by the run-time
-# guard (`fitness.sandbox.torch_guard`; the dunders are a tensor's text, which names a CUDA device)
-DEVICE_QUERIES = frozenset({"is_cuda", "is_cpu", "is_meta", "is_mps", "is_xpu", "get_device", "type", "device_type",
-                            "data_ptr", "__format__", "__repr__", "__str__"})
 # torch allocations that take no tensor to copy the device from: each must say device=<tensor>.device
 # (without it the buffer is on the CPU: right in the interpreter, a host pointer handed to a GPU kernel)
 DEVICE_ALLOCATIONS = frozenset(f"torch.{n}" for n in "empty zeros ones full empty_strided".split())

@@ -23,13 +23,13 @@ from fitness.check.allowed import (
     BUILTINS,
     CHAINS,
     DEVICE_ALLOCATIONS,
-    DEVICE_QUERIES,
     HOST_VALUE_ATTRS,
     JIT_BUILTINS,
     JIT_VALUE_ATTRS,
     MODULES,
     canonical,
 )
+from fitness.sandbox.device_queries import DEVICE_QUERIES
 
 FORBIDDEN_NODES: dict[type, str] = {
     ast.Try: "try/except (a fallback hides a broken kernel)",

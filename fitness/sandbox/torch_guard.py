@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from fitness.check.allowed import DEVICE_QUERIES
+from fitness.sandbox.device_queries import DEVICE_QUERIES
 
 # nothing that tells which kind of device holds a tensor (is_cuda, get_device, a tensor's repr or format,
 # which name it; data_ptr, whose alignment does): what ran in the CPU interpreter must be what runs on the
