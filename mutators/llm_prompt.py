@@ -38,7 +38,9 @@ CONTRACT = """The candidate contract (a kernel that breaks it is rejected before
   global, with, files, threads, processes, sockets, exec/eval or introspection.
 - Correctness is checked against the reference in float64 on many sizes (including 1, primes and
   sizes that are not multiples of any block), several input draws and value distributions, with
-  guard zones around every buffer: mask every load and store, handle any size."""
+  guard zones around every buffer: mask every load and store, handle any size. Outputs and
+  torch.empty scratch start filled with garbage (NaN in the check): write before you read, or
+  allocate with torch.zeros."""
 
 SYSTEM = f"""You are an expert GPU performance engineer who writes Triton kernels.
 You improve a working Triton kernel so that it runs faster while computing exactly what the reference computes.

@@ -50,6 +50,8 @@ REJECTED = [
     ("host_buffer", Status.LINT_ERROR, "torch.empty(...) without device="),
     ("address_alignment", Status.LINT_ERROR, "the kernel converts a pointer to an integer"),
     ("forged_pointer", Status.LINT_ERROR, "the kernel converts an integer to a pointer"),
+    # torch.empty scratch taken as zeros: fresh zeroed pages on the host, recycled memory on a GPU
+    ("empty_scratch_as_zeros", Status.WRONG_OUTPUT, "got nan"),
 ]
 
 
@@ -112,6 +114,13 @@ def test_correct_kernels_written_differently_from_the_seed_pass(softmax_evaluato
     result = softmax_evaluator.evaluate(candidate(f"softmax/{name}"))
     assert result.status is Status.OK, result.reason
     assert result.error == 0.0 and result.cases_checked == 10
+
+
+def test_the_same_scratch_allocated_with_zeros_passes(softmax_evaluator):
+    source = (CANDIDATES / "softmax" / "empty_scratch_as_zeros.py").read_text()
+    assert source.count("s = torch.empty(") == 1
+    result = softmax_evaluator.evaluate(Candidate.from_source(source.replace("s = torch.empty(", "s = torch.zeros(")))
+    assert result.status is Status.OK, result.reason  # so the fixture fails by its scratch alone
 
 
 def test_the_seed_passes_and_the_worker_is_reused(softmax_task, softmax_evaluator):

@@ -194,7 +194,7 @@ class Runner:
         start = time.perf_counter()
         around = instrument([*in_views, *out_views], msg) if instrument is not None else nullcontext()
         try:
-            with CandidateGuard(self.filename or ""), around:
+            with CandidateGuard(self.filename or "", poison_run=int(msg["run"])), around:
                 self.module.launch(*in_views, *out_views, **self.params)
             if self.device != "cpu":
                 self.torch.cuda.synchronize()

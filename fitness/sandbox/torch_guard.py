@@ -78,12 +78,34 @@ def _name(func: Callable[..., Any]) -> str:
     return str(name)
 
 
-class CandidateGuard(TorchFunctionMode):
-    """Active while candidate code runs; `filename` is the candidate module's file."""
+def poison_storage(t: torch.Tensor, run: int) -> None:
+    """Fill the whole storage of a fresh, uninitialized tensor `t` with the check's poison for `run`
+    (`fitness.sandbox.masked_poison.poison_value`: NaN or a huge value, an extreme integer)."""
+    if t.is_complex() or t.element_size() == 0:
+        return
+    if t.is_floating_point():
+        value: float | int | bool = float("nan") if run % 2 == 0 else float(torch.finfo(t.dtype).max) / 3
+    elif t.dtype == torch.bool:
+        value = run % 2 == 0
+    else:
+        info = torch.iinfo(t.dtype)
+        value = info.max - 7 if run % 2 == 0 else info.min + 11
+    storage = t.untyped_storage()
+    flat = t.new_empty(0).set_(storage, 0, (storage.nbytes() // t.element_size(),), (1,))
+    flat.fill_(value)
 
-    def __init__(self, filename: str) -> None:
+
+class CandidateGuard(TorchFunctionMode):
+    """Active while candidate code runs; `filename` is the candidate module's file. With `poison_run` (a
+    check run's index), memory the candidate allocates without contents (``torch.empty`` and kin) is
+    filled with that run's poison: a host allocator often hands out fresh zeroed pages where a GPU's
+    caching allocator hands back what the last kernel left, so a kernel that reads scratch it never wrote
+    must fail the check, not only on the GPU. Timed and modelled runs are not poisoned (a fill costs)."""
+
+    def __init__(self, filename: str, poison_run: int | None = None) -> None:
         super().__init__()
         self.filename = filename
+        self.poison_run = poison_run
         self.triton_dir = _triton_dir()
         self.initialized: set[int] = set()  # storages the candidate allocated with contents (zeros, full...)
         self.filled_bytes: list[int] = []  # bytes each such allocation or fill (zero_, fill_) wrote: a memset each
@@ -121,7 +143,9 @@ class CandidateGuard(TorchFunctionMode):
             if name in VIEWS and isinstance(result, torch.Tensor) and args and isinstance(args[0], torch.Tensor):
                 if result.untyped_storage().data_ptr() != args[0].untyped_storage().data_ptr():
                     raise ForbiddenOperation(f"torch '{name}' copied the data instead of viewing it")
-            if name in ALLOCATIONS and isinstance(result, torch.Tensor) and name not in UNINITIALIZED:
+            if name in UNINITIALIZED and isinstance(result, torch.Tensor) and self.poison_run is not None:
+                poison_storage(result, self.poison_run)
+            elif name in ALLOCATIONS and isinstance(result, torch.Tensor) and name not in UNINITIALIZED:
                 self.initialized.add(int(result.untyped_storage().data_ptr()))
                 self.filled_bytes.append(int(result.numel()) * int(result.element_size()))
             return result
