@@ -18,9 +18,11 @@ bench/data/space_sweeps.json (bench/space_sweep.py). One row per task and strate
 Speedups are whatever the runs measured: MODELLED (roofline model) on a machine without a GPU.
 
 Ablation directories are not part of the repository, so a fresh checkout has none of the runs behind
-the shipped table. `--keep TABLE` keeps the rows of a table written before (the shipped one:
-bench/data/search_table.md) whose strategy has no finished run here, and says which were kept: new runs
-of one ablation update its rows without re-running the others.
+the shipped table. Two things carry them over: `--save` adds the best-so-far curves of the finished runs
+found here to bench/data/ablation_runs.jsonl (`bench.run_curves`), which is read for every seed not run
+here, so seeds run in different sessions add up (`evo ablate FILE --variant V --seed N` runs just those);
+and `--keep TABLE` keeps the rows of a table written before (the shipped one: bench/data/search_table.md)
+whose strategy has neither a finished run here nor a saved curve, and says which were kept.
 """
 
 from __future__ import annotations
@@ -36,13 +38,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import run_curves
+from bench.run_curves import Curve, CurvesError
 from evo.app import doc as d
 from evo.app.ablation import AblationState
 from evo.app.ablation_config import load_ablation
 from evo.app.ablation_report import run_traces
 from evo.app.ablation_stats import Spread
 from evo.app.sweep_ref import SWEEPS, compared, reference_of
-from evo.app.trace import Trace
 from evo.contracts.config_file import ConfigError
 from fitness.latency.model_version import UNRECORDED
 
@@ -56,45 +59,67 @@ class Row:
     task: str
     strategy: str  # "<ablation>/<variant>"
     llm: bool
-    traces: tuple[Trace, ...]
+    curves: tuple[Curve, ...]
     reference: dict[str, Any] | None  # the cached sweep / known-better entry
 
     @property
     def best(self) -> Spread:
-        return Spread.of([t.best_speedup or 0.0 for t in self.traces])
+        return Spread.of([c.best_speedup or 0.0 for c in self.curves])
 
     @property
     def model(self) -> str:
         """The model versions of the runs (modelled ones), "-" when measured."""
-        versions = sorted({t.model_version or UNRECORDED for t in self.traces if t.latency_source == "model"})
+        versions = sorted({c.model_version or UNRECORDED for c in self.curves if c.latency_source == "model"})
         return ", ".join(versions) or "-"
 
     def to_level(self, by: str) -> Spread:
         out = []
-        for t in self.traces:
-            hit = t.first_reaching(LEVEL * t.best_speedup) if t.best_speedup else None
-            out.append(math.inf if hit is None else float(hit.index) if by == "evaluations" else hit.elapsed_s)
+        for c in self.curves:
+            hit = c.first_reaching(LEVEL * c.best_speedup) if c.best_speedup else None
+            out.append(math.inf if hit is None else float(hit[0]) if by == "evaluations" else hit[1])
         return Spread.of(out)
 
 
-def rows_of(path: Path, output: Path | None, sweeps: Path) -> list[Row]:
+@dataclass
+class Found:
+    """What the ablation files gave: rows, the curves of finished runs here, saved curves set aside."""
+
+    rows: list[Row]
+    local: dict[tuple[str, str, int], Curve]
+    stale: list[str]
+
+
+def rows_of(path: Path, output: Path | None, sweeps: Path, saved: dict[tuple[str, str, int], Curve]) -> Found:
+    """One row per variant of the ablation file at `path`: its finished runs here and, for seeds not run
+    here, the `saved` curves whose config still hashes the same."""
     ablation = load_ablation(path)
     directory = ablation.directory(output)
-    if not directory.is_dir():
-        return []
-    traces, _ = run_traces(ablation, AblationState.load(directory, ablation))
-    out = []
-    for variant, runs in traces.items():
-        ts = tuple(t for _, t in runs)
-        if not ts:
-            continue
-        cfg = ablation.variants[variant]
-        summary = next((t.run.summary for t in ts if t.run.summary), None)
+    traces = run_traces(ablation, AblationState.load(directory, ablation))[0] if directory.is_dir() else {}
+    name = ablation.cfg.name
+    found = Found([], {}, [])
+    for variant, cfg in ablation.variants.items():
         llm = any(m.kind == "llm" for m in cfg.mutators)
         task = cfg.task.name or Path(cfg.task.path or cfg.task.kernelbench or "?").stem  # a folder's or file's name
-        out.append(Row(task, f"{ablation.cfg.name}/{variant}", llm, ts,
-                       reference_of(summary, sweeps) if summary else None))
-    return out
+        specs = {spec.seed: spec for spec in ablation.select([variant])}
+        curves: dict[int, Curve] = {}
+        for seed, trace in traces.get(variant, []):
+            curves[seed] = Curve.of(trace, ablation=name, variant=variant, seed=seed,
+                                    config_hash=specs[seed].config_hash(), task=task, llm=llm)
+            found.local[curves[seed].key] = curves[seed]
+        for seed, spec in specs.items():
+            kept = saved.get((name, variant, seed))
+            if seed in curves or kept is None:
+                continue
+            if kept.config_hash != spec.config_hash():
+                found.stale.append(f"{name}/{variant} seed {seed}")
+                continue
+            curves[seed] = kept
+        if curves:
+            ordered = tuple(curves[s] for s in sorted(curves))
+            key = next((c.reference_key for c in ordered if c.reference_key), None)
+            found.rows.append(Row(task, f"{name}/{variant}", llm, ordered,
+                                  reference_of(key, sweeps) if key else None))
+    return found
 
 
 def _vs(row: Row, key: str, what: str) -> str:
@@ -111,7 +136,7 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
     for r in sorted(rows, key=lambda r: (r.task, r.llm, r.strategy)):
         ref = r.reference or {}
         sweep, known = ref.get("best_speedup"), ref.get("known_better_speedup")
-        body.append([r.task, r.strategy, "stand-in" if r.llm else "no", str(len(r.traces)), r.best.text("{:.3f}x"),
+        body.append([r.task, r.strategy, "stand-in" if r.llm else "no", str(len(r.curves)), r.best.text("{:.3f}x"),
                      f"{sweep:.3f}x" if sweep else "not swept", _vs(r, "best_speedup", "the sweep"),
                      f"{known:.3f}x" if known else "-", _vs(r, "known_better_speedup", "the known-better kernel"),
                      r.to_level("evaluations").text("{:.0f}"), r.to_level("time").text("{:.0f}"), r.model])
@@ -151,16 +176,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, metavar="TABLE",
                     help="keep this earlier table's rows whose strategy has no finished run here "
                          "(e.g. bench/data/search_table.md)")
+    ap.add_argument("--runs", type=Path, default=run_curves.RUNS,
+                    help="the saved curves of finished runs, read for seeds not run here (default: %(default)s)")
+    ap.add_argument("--save", action="store_true",
+                    help="add the curves of the finished runs found here to --runs (seeds run in different "
+                         "sessions add up)")
     args = ap.parse_args(argv)
     rows: list[Row] = []
-    for path in args.ablations or [p for p in DEFAULTS if p.name not in SKIP]:
-        try:
-            rows += rows_of(path, args.output, args.sweeps)
-        except ConfigError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+    local: dict[tuple[str, str, int], Curve] = {}
+    stale: list[str] = []
+    try:
+        saved = run_curves.load(args.runs)
+        for path in args.ablations or [p for p in DEFAULTS if p.name not in SKIP]:
+            found = rows_of(path, args.output, args.sweeps, saved)
+            rows += found.rows
+            local.update(found.local)
+            stale += found.stale
+    except (ConfigError, CurvesError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.save and local:
+        run_curves.save({**saved, **local}, args.runs)
+        print(f"saved the curves of {len(local)} finished run(s) here to {args.runs}", file=sys.stderr)
     head, body = table(rows)
-    sources = {t.latency_source for r in rows for t in r.traces}
+    sources = {c.latency_source for r in rows for c in r.curves}
     kept: list[list[str]] = []
     if args.keep:
         try:
@@ -183,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(versions) > 1:
         note += (f"\nThe rows come from {len(versions)} versions of the latency model (the model column: "
                  f"{', '.join(sorted(versions))}); modelled speedups compare only within one version.")
+    if stale:
+        note += ("\nSet aside (their variant's config changed since they ran): " + ", ".join(stale) + ".")
     if kept:
         note += ("\nKept from the earlier table (their runs are not on the machine that wrote this one): "
                  + ", ".join(r[1] for r in kept) + ".")

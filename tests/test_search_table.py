@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
-from bench import search_table
+from bench import run_curves, search_table
 from evo.app.ablation import STATE_FILE, AblationState, RunStatus
 from evo.app.ablation_config import load_ablation
 from evo.app.ablation_report import ablation_doc
@@ -17,6 +18,12 @@ from evo.app.sweep_ref import sweep_key
 from .reports.synthetic import Ev, make_run
 
 TASK_KEY = "softmax-synthetic"
+
+
+@pytest.fixture(autouse=True)
+def no_shipped_curves(tmp_path, monkeypatch):
+    """The table reads the saved curves of bench/data/ unless told otherwise: here, a file of the test's."""
+    monkeypatch.setattr(run_curves, "RUNS", tmp_path / "saved-runs.jsonl")
 
 
 def ablation(tmp_path: Path, runs: dict[str, list[list[Ev]]], *, swept: bool = True,
@@ -179,3 +186,82 @@ def test_keep_refuses_a_file_that_is_not_such_a_table(tmp_path, capsys):
     assert search_table.main([str(path), "--sweeps", str(sweeps), "--keep", str(other)]) == 2
     assert "--keep" in capsys.readouterr().err
     assert search_table.main([str(path), "--sweeps", str(sweeps), "--keep", str(tmp_path / "missing.md")]) == 2
+
+
+def _rows(text: str) -> dict[str, list[str]]:
+    return {line.split("|")[2].strip(): [c.strip() for c in line.split("|")[1:-1]]
+            for line in text.splitlines() if line.startswith("| softmax")}
+
+
+def test_saved_curves_stand_in_for_runs_a_checkout_no_longer_has_and_seeds_add_up(tmp_path, capsys):
+    import shutil
+
+    runs = tmp_path / "curves.jsonl"
+    path, sweeps = ablation(tmp_path / "a", {"evolution": [climb(0.4, 0.9, 1 / 2.6), climb(0.5)],
+                                             "random-search": [climb(0.9, 0.5, 0.7), climb(0.8)]})
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--runs", str(runs), "--save"]) == 0
+    first = _rows(capsys.readouterr().out)
+    saved = run_curves.load(runs)
+    assert sorted(saved) == [("search-softmax", v, s) for v in ("evolution", "random-search") for s in (0, 1)]
+    assert saved[("search-softmax", "evolution", 0)].points == ((1, 0.0, 1.0), (2, 10.0, 2.5), (4, 30.0, 2.6))
+    # a fresh checkout: no ablation directory; the rows come back from the saved curves, figure for figure
+    ab = load_ablation(path)
+    shutil.rmtree(ab.directory())
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--runs", str(runs)]) == 0
+    assert _rows(capsys.readouterr().out) == first
+    # another session ran seed 2 of evolution only: it joins the two saved seeds
+    state = AblationState.load(ab.directory(), ab)
+    built = make_run(ab.directory() / "runs", "evolution-s2", climb(0.25))
+    summary = json.loads((built.path / "summary.json").read_text())
+    summary.update(task_key=TASK_KEY, latency_source="model", best={"latency_gpu": "h100"})
+    (built.path / "summary.json").write_text(json.dumps(summary))
+    text = path.read_text().replace("seeds:\n- 0\n- 1\n", "seeds:\n- 0\n- 1\n- 2\n")
+    path.write_text(text)
+    ab = load_ablation(path)
+    state = AblationState.load(ab.directory(), ab)
+    state.runs["evolution-s2"].status, state.runs["evolution-s2"].run_dir = RunStatus.FINISHED, str(built.path)
+    state.save()
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--runs", str(runs), "--save"]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert rows["search-softmax/evolution"][3:5] == ["3", "2.600x [2.300x-3.300x]"]  # 2.6, 2.0 saved; 4.0 here
+    assert rows["search-softmax/random-search"] == first["search-softmax/random-search"]
+    assert len(run_curves.load(runs)) == 5
+
+
+def test_a_saved_curve_of_a_variant_whose_config_changed_is_set_aside(tmp_path, capsys):
+    import shutil
+
+    runs = tmp_path / "curves.jsonl"
+    path, sweeps = ablation(tmp_path, {"evolution": [climb(0.5)], "random-search": [climb(0.8)]})
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--runs", str(runs), "--save"]) == 0
+    capsys.readouterr()
+    shutil.rmtree(load_ablation(path).directory())
+    path.write_text(path.read_text().replace("evaluations: 10", "evaluations: 12"))  # every variant's budget
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--runs", str(runs)]) == 1  # nothing to show
+    path.write_text(path.read_text().replace("evaluations: 12", "evaluations: 10"))
+    cfg = yaml.safe_load(path.read_text())
+    cfg["variants"]["evolution"] = {"islands": {"population": 6}}
+    path.write_text(yaml.safe_dump(cfg))
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--runs", str(runs)]) == 0
+    text = capsys.readouterr().out
+    assert set(_rows(text)) == {"search-softmax/random-search"}
+    assert "Set aside (their variant's config changed since they ran): search-softmax/evolution seed 0." in text
+
+
+def test_saved_curves_replace_kept_rows_and_a_broken_curves_file_is_refused(tmp_path, capsys):
+    runs = tmp_path / "curves.jsonl"
+    path, sweeps = ablation(tmp_path / "before", {"evolution": [climb(0.5)] * 2, "random-search": [climb(0.8)] * 2})
+    earlier = tmp_path / "earlier.md"
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--markdown", str(earlier)]) == 0
+    path, sweeps = ablation(tmp_path / "after", {"evolution": [climb(0.4)] * 2, "random-search": [climb(0.9)] * 2})
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--runs", str(runs), "--save"]) == 0
+    capsys.readouterr()
+    import shutil
+
+    shutil.rmtree(load_ablation(path).directory())
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--runs", str(runs), "--keep", str(earlier)]) == 0
+    text = capsys.readouterr().out
+    assert _rows(text)["search-softmax/evolution"][4] == "2.500x [2.500x-2.500x]" and "Kept from" not in text
+    runs.write_text(runs.read_text() + "{not json\n")
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--runs", str(runs)]) == 2
+    assert f"{runs}:5: not a run curve" in capsys.readouterr().err
