@@ -15,7 +15,8 @@ import os
 import resource
 import threading
 import time
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,16 @@ def sanitizer(views: list[Any], msg: dict[str, Any]) -> Any:
         return nullcontext()
 
     return Sanitizer(views, races=msg.get("sanitize", "races") == "races", run=int(msg["run"]))
+
+
+@contextmanager
+def interpreted_check(views: list[Any], msg: dict[str, Any]) -> Iterator[None]:
+    """What wraps one interpreted check run: the sanitizer, and the order its programs run in
+    (`fitness.sandbox.program_order`: natural, or shuffled as the message says)."""
+    from fitness.sandbox.program_order import NATURAL, program_order
+
+    with program_order(str(msg.get("order", NATURAL))), sanitizer(views, msg):
+        yield
 
 
 def _exit_with_parent() -> None:
@@ -102,7 +113,10 @@ def main() -> None:
         if op == "load":
             reply = runner.load(msg)
         elif op == "run":
-            reply = runner.run(msg, sanitizer if args.device == "cpu" and not args.compile_only else None)
+            interpreted = args.device == "cpu" and not args.compile_only
+            reply = runner.run(msg, interpreted_check if interpreted else None)
+            if interpreted and reply.get("ok"):
+                reply["order"] = msg.get("order", "natural")  # the order its programs ran in
         elif op == "warm":
             reply = runner.warm(msg)
         elif op == "compile_seconds":

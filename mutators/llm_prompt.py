@@ -40,7 +40,8 @@ CONTRACT = """The candidate contract (a kernel that breaks it is rejected before
   sizes that are not multiples of any block), several input draws and value distributions, with
   guard zones around every buffer: mask every load and store, handle any size. Outputs and
   torch.empty scratch start filled with garbage (NaN in the check): write before you read, or
-  allocate with torch.zeros."""
+  allocate with torch.zeros. Programs run in any order (the check shuffles them): no program may
+  assume another has run."""
 
 SYSTEM = f"""You are an expert GPU performance engineer who writes Triton kernels.
 You improve a working Triton kernel so that it runs faster while computing exactly what the reference computes.

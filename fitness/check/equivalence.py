@@ -6,8 +6,9 @@ fresh guarded buffers; afterwards the driver checks, in order: every guard zone 
 out-of-bounds store: ``unsafe``), every input unchanged (``unsafe``), no output element left with
 its poison (``wrong_output``: unwritten), every element within tolerance. The first case of each
 size runs twice with different poisons and must agree (state across calls, nondeterminism,
-elements written only by chance). Later draws of the same size use fresh values, so a candidate
-that caches by shape or address fails them.
+elements written only by chance); in the interpreter the second run, and every bench-size run, takes
+the programs in a shuffled order (a result that depends on the order in which programs run). Later
+draws of the same size use fresh values, so a candidate that caches by shape or address fails them.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ def _run_message(data: CaseData, run: int, bench: bool, sanitize: bool) -> dict[
     return {
         "op": "run",
         "run": run,
+        # in the interpreter: the second run of a size, and a bench-size run, take the programs in a
+        # shuffled order (a GPU's is any): a result that depends on it fails (`fitness.sandbox.program_order`)
+        "order": "shuffled" if run == 1 or bench else "natural",
         "bench": bench,  # bench-size buffers may use the larger address space; no race maps at this size
         "sanitize": ("bounds" if bench else "races") if sanitize else "off",
         "inputs": [{"dtype": t.dtype, "shape": list(t.shape), "data": t.data.tobytes()} for t in data.inputs],
@@ -206,7 +210,9 @@ def _check_once(
                 if not reply.get("ok"):
                     status = _KIND.get(str(reply.get("kind")), Status.CRASH)
                     return result(status, f"{reply.get('message')} ({case.label()})", bool(reply.get("fatal")))
-                first = _inspect_run(data, reply, run, judge, case.label(), first, task)
+                label = case.label() + ("; its programs run in a shuffled order, as a GPU may run them"
+                                        if reply.get("order") == "shuffled" else "")
+                first = _inspect_run(data, reply, run, judge, label, first, task)
             checked += 1
             if judge.first_failure is not None and (
                 stop_on_failure or judge.first_failure[0] is Status.UNSAFE
