@@ -41,7 +41,8 @@ CONTRACT = """The candidate contract (a kernel that breaks it is rejected before
   guard zones around every buffer: mask every load and store, handle any size. Outputs and
   torch.empty scratch start filled with garbage (NaN in the check): write before you read, or
   allocate with torch.zeros. Programs run in any order (the check shuffles them): no program may
-  assume another has run."""
+  assume another has run. A program that loads what it stored itself needs tl.debug_barrier()
+  between the store and the load."""
 
 SYSTEM = f"""You are an expert GPU performance engineer who writes Triton kernels.
 You improve a working Triton kernel so that it runs faster while computing exactly what the reference computes.

@@ -54,6 +54,8 @@ REJECTED = [
     ("empty_scratch_as_zeros", Status.WRONG_OUTPUT, "got nan"),
     # a row's last block combines what the others published with atomics, assuming they ran first
     ("last_block_combines", Status.WRONG_OUTPUT, "its programs run in a shuffled order, as a GPU may run them"),
+    # a program reads back what it stored, with no barrier: another thread's store may not be visible yet
+    ("readback_without_barrier", Status.UNSAFE, "reads y_ptr[0], which it stored earlier with no tl.debug_barrier()"),
 ]
 
 
@@ -116,6 +118,15 @@ def test_correct_kernels_written_differently_from_the_seed_pass(softmax_evaluato
     result = softmax_evaluator.evaluate(candidate(f"softmax/{name}"))
     assert result.status is Status.OK, result.reason
     assert result.error == 0.0 and result.cases_checked == 10
+
+
+@pytest.mark.parametrize("where, ok", [("after the stores", True), ("before the stores", False)])
+def test_a_read_back_after_a_barrier_passes(softmax_evaluator, where, ok):
+    source = (CANDIDATES / "softmax" / "readback_without_barrier.py").read_text()
+    line = "    total = tl.sum(s, axis=0)\n" if ok else "    s = tl.zeros((BLOCK,), tl.float32)\n"
+    assert source.count(line) == 1
+    result = softmax_evaluator.evaluate(Candidate.from_source(source.replace(line, line + "    tl.debug_barrier()\n")))
+    assert result.status is (Status.OK if ok else Status.UNSAFE), result.reason
 
 
 def test_the_same_scratch_allocated_with_zeros_passes(softmax_evaluator):

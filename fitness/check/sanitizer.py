@@ -12,7 +12,13 @@ program as it happens:
 - with `races` on (check sizes): two programs of one launch storing to one element, a program
   reading an element another program of the launch stored, or a plain access to an element other
   programs update atomically, is ``unsafe``: the interpreter runs programs in order, a GPU does
-  not, so the kernel's result depends on scheduling. Atomics may overlap each other.
+  not, so the kernel's result depends on scheduling. Atomics may overlap each other (the order
+  programs run in is shuffled for them: `fitness.sandbox.program_order`);
+- with `races` on, a program reading (or updating atomically) an element it stored itself earlier
+  in the launch, with no ``tl.debug_barrier()`` between, is ``unsafe``: the interpreter runs a
+  program's lanes in lockstep, a GPU runs them on many threads, and Triton puts no barrier between a
+  global store and a load (a store and its read-back may even get different thread layouts), so
+  another thread's load can run before the store is visible.
 
 The message names the kernel, both programs and the element (tensor argument and index). Masked-off
 lanes of a load without ``other`` read poison that differs between runs
@@ -32,6 +38,8 @@ from fitness.sandbox.interp_patch import Patches, program_label, tensor_span
 from fitness.sandbox.masked_poison import poison_masked_off
 from fitness.sandbox.runner import UnsafeAccess
 
+EPOCHS = 2**31 - 1  # sync epochs wrap within int32 (an epoch repeats only after 2^31 programs and barriers)
+
 
 @dataclass
 class _Region:
@@ -42,6 +50,7 @@ class _Region:
     writer: np.ndarray | None = None  # program that stored each byte offset (-1: none)
     reader: np.ndarray | None = None  # program that loaded it (-1: none, -2: several)
     atomic: np.ndarray | None = None  # program that updated it atomically (-1: none, -2: several)
+    stored_in: np.ndarray | None = None  # the launch's sync epoch of the last store there (-1: none)
 
 
 class _Launch:
@@ -55,9 +64,20 @@ class _Launch:
         if races:
             for r in self.regions:
                 n = max(r.hi - r.lo, 0)
-                r.writer = np.full(n, -1, dtype=np.int64)
-                r.reader = np.full(n, -1, dtype=np.int64)
-                r.atomic = np.full(n, -1, dtype=np.int64)
+                # int32: four maps of a byte each cost 16 bytes per byte of every buffer the launch is given
+                r.writer = np.full(n, -1, dtype=np.int32)
+                r.reader = np.full(n, -1, dtype=np.int32)
+                r.atomic = np.full(n, -1, dtype=np.int32)
+                r.stored_in = np.full(n, -1, dtype=np.int32)
+        # a sync epoch: between two barriers of one program (a new program, or tl.debug_barrier(), starts one)
+        self.epoch = 0
+        self.program = -1
+
+    def at(self, me: int) -> int:
+        """The sync epoch of an access by program `me`."""
+        if me != self.program:
+            self.program, self.epoch = me, (self.epoch + 1) % EPOCHS
+        return self.epoch
 
     def pid(self, linear: int) -> tuple[int, int, int]:
         g = self.grid
@@ -86,6 +106,14 @@ class Sanitizer:
         for name, kind in (("create_masked_load", "load"), ("create_masked_store", "store"),
                            ("create_atomic_rmw", "atomic"), ("create_atomic_cas", "atomic")):
             self._patches.set(builder, name, self._wrap(kind, name, getattr(builder, name)), instance=True)
+        barrier = builder.create_barrier
+
+        def create_barrier() -> Any:  # tl.debug_barrier(): the program's earlier stores are visible to it
+            if self.launch is not None:
+                self.launch.epoch = (self.launch.epoch + 1) % EPOCHS
+            return barrier()
+
+        self._patches.set(builder, "create_barrier", create_barrier, instance=True)
         original_run = interp.InterpretedFunction.run
         sanitizer = self
 
@@ -182,7 +210,20 @@ class Sanitizer:
 
     def _race(self, launch: _Launch, region: _Region, kind: str, offs: np.ndarray, me: int) -> None:
         assert region.writer is not None and region.reader is not None and region.atomic is not None
+        assert region.stored_in is not None
         w, r, a = region.writer[offs], region.reader[offs], region.atomic[offs]
+        epoch = launch.at(me)
+        if kind != "store":
+            unsynced = (w == me) & (region.stored_in[offs] == epoch)
+            if unsynced.any():
+                k = int(np.argmax(unsynced))
+                raise UnsafeAccess(
+                    f"unsynchronized read-back in kernel {launch.kernel}: {program_label(launch.pid(me))} "
+                    f"{'reads' if kind == 'load' else 'updates atomically'} {region.name}"
+                    f"[{int(offs[k]) // region.itemsize}], which it stored earlier with no tl.debug_barrier() "
+                    "between: on a GPU another thread of the program may have stored that element, and the "
+                    "access can run before the store is visible (add tl.debug_barrier() after the stores, or "
+                    "keep the values in registers)")
         other_w = (w >= 0) & (w != me)
         other_r = ((r >= 0) & (r != me)) | (r == -2)
         other_a = ((a >= 0) & (a != me)) | (a == -2)
@@ -206,6 +247,7 @@ class Sanitizer:
             region.reader[offs] = np.where((r == -1) | (r == me), me, -2)
         elif kind == "store":
             region.writer[offs] = me
+            region.stored_in[offs] = epoch
         else:
             region.atomic[offs] = np.where((a == -1) | (a == me), me, -2)
 
