@@ -56,6 +56,8 @@ REJECTED = [
     ("last_block_combines", Status.WRONG_OUTPUT, "its programs run in a shuffled order, as a GPU may run them"),
     # a program reads back what it stored, with no barrier: another thread's store may not be visible yet
     ("readback_without_barrier", Status.UNSAFE, "reads y_ptr[0], which it stored earlier with no tl.debug_barrier()"),
+    # two lanes of one store write different values to one element: the interpreter keeps the last
+    ("last_lane_wins", Status.UNSAFE, "stores different values from several lanes to y_ptr[0] in one store"),
 ]
 
 
@@ -127,6 +129,15 @@ def test_a_read_back_after_a_barrier_passes(softmax_evaluator, where, ok):
     assert source.count(line) == 1
     result = softmax_evaluator.evaluate(Candidate.from_source(source.replace(line, line + "    tl.debug_barrier()\n")))
     assert result.status is (Status.OK if ok else Status.UNSAFE), result.reason
+
+
+def test_lanes_storing_the_same_value_to_one_element_pass(softmax_evaluator):
+    source = (CANDIDATES / "softmax" / "last_lane_wins.py").read_text()
+    wins = "tl.where(lanes < BLOCK, e, e / total)"
+    assert source.count(wins) == 1
+    result = softmax_evaluator.evaluate(Candidate.from_source(source.replace(wins, "tl.where(lanes < BLOCK, e / total, "
+                                                                                   "e / total)")))
+    assert result.status is Status.OK, result.reason
 
 
 def test_the_same_scratch_allocated_with_zeros_passes(softmax_evaluator):

@@ -14,6 +14,8 @@ program as it happens:
   programs update atomically, is ``unsafe``: the interpreter runs programs in order, a GPU does
   not, so the kernel's result depends on scheduling. Atomics may overlap each other (the order
   programs run in is shuffled for them: `fitness.sandbox.program_order`);
+- with `races` on, lanes of one store writing different values to one element are ``unsafe`` (a GPU
+  keeps one, unspecified which; the interpreter the last);
 - with `races` on, a program reading (or updating atomically) an element it stored itself earlier
   in the launch, with no ``tl.debug_barrier()`` between, is ``unsafe``: the interpreter runs a
   program's lanes in lockstep, a GPU runs them on many threads, and Triton puts no barrier between a
@@ -166,7 +168,7 @@ class Sanitizer:
                 if name == "create_masked_load":
                     self._access(launch, "load", args[0], args[1])
                 elif name == "create_masked_store":
-                    self._access(launch, "store", args[0], args[2])
+                    self._access(launch, "store", args[0], args[2], args[1])
                 elif name == "create_atomic_rmw":
                     self._access(launch, "atomic", args[1], args[3])
                 else:  # atomic_cas: every lane
@@ -178,12 +180,14 @@ class Sanitizer:
 
         return wrapped
 
-    def _access(self, launch: _Launch, kind: str, ptr: Any, mask: Any) -> None:
+    def _access(self, launch: _Launch, kind: str, ptr: Any, mask: Any, value: Any = None) -> None:
         from triton.runtime.interpreter import interpreter_builder
 
+        shape = np.asarray(ptr.data).shape
         addr = np.asarray(ptr.data).astype(np.uint64, copy=False).reshape(-1)
-        if mask is not None:
-            addr = addr[np.broadcast_to(np.asarray(mask.data, dtype=bool), np.asarray(ptr.data).shape).reshape(-1)]
+        active = None if mask is None else np.broadcast_to(np.asarray(mask.data, dtype=bool), shape).reshape(-1)
+        if active is not None:
+            addr = addr[active]
         if not addr.size:
             return
         item = max(ptr.get_element_ty().primitive_bitwidth // 8, 1)
@@ -203,10 +207,37 @@ class Sanitizer:
                 "checking; on a GPU this is an illegal access or silent corruption)")
         if not self.races:
             return
+        if value is not None:
+            self._lanes_agree(launch, addr, value, shape, active, idx, (x, y, z))
         for r_i in np.unique(idx):
             region = launch.regions[int(r_i)]
             offs = np.unique((addr[idx == r_i] - np.uint64(region.lo)).astype(np.int64))
             self._race(launch, region, kind, offs, me)
+
+    @staticmethod
+    def _lanes_agree(launch: _Launch, addr: np.ndarray, value: Any, shape: tuple[int, ...],
+                     active: np.ndarray | None, idx: np.ndarray, pid: tuple[int, int, int]) -> None:
+        """Lanes of one store that write one element must write the same bits: a GPU keeps one of their
+        values, which one unspecified (the interpreter keeps the last lane's)."""
+        if addr.size < 2:
+            return
+        order = np.argsort(addr, kind="stable")
+        same = addr[order][1:] == addr[order][:-1]
+        if not same.any():
+            return
+        vals = np.ascontiguousarray(np.broadcast_to(np.asarray(value.data), shape)).reshape(-1)
+        if active is not None:
+            vals = vals[active]
+        if vals.dtype.itemsize in (1, 2, 4, 8):
+            vals = vals.view(f"u{vals.dtype.itemsize}")  # bits: NaN == NaN, -0.0 != 0.0
+        differ = same & (vals[order][1:] != vals[order][:-1])
+        if differ.any():
+            k = int(order[1:][int(np.argmax(differ))])
+            region = launch.regions[int(idx[k])]
+            raise UnsafeAccess(
+                f"conflicting lanes in kernel {launch.kernel}: {program_label(pid)} stores different values "
+                f"from several lanes to {region.name}[{(int(addr[k]) - region.lo) // region.itemsize}] in one "
+                "store: a GPU keeps one of them, which one is unspecified (the interpreter keeps the last)")
 
     def _race(self, launch: _Launch, region: _Region, kind: str, offs: np.ndarray, me: int) -> None:
         assert region.writer is not None and region.reader is not None and region.atomic is not None
