@@ -56,6 +56,8 @@ REJECTED = [
     ("last_block_combines", Status.WRONG_OUTPUT, "its programs run in a shuffled order, as a GPU may run them"),
     # a program reads back what it stored, with no barrier: another thread's store may not be visible yet
     ("readback_without_barrier", Status.UNSAFE, "reads y_ptr[0], which it stored earlier with no tl.debug_barrier()"),
+    ("atomic_readback_without_barrier", Status.UNSAFE,
+     "reads s_ptr[0], which it updated atomically earlier with no tl.debug_barrier()"),
     # two lanes of one store write different values to one element: the interpreter keeps the last
     ("last_lane_wins", Status.UNSAFE, "stores different values from several lanes to y_ptr[0] in one store"),
 ]
@@ -122,10 +124,17 @@ def test_correct_kernels_written_differently_from_the_seed_pass(softmax_evaluato
     assert result.error == 0.0 and result.cases_checked == 10
 
 
-@pytest.mark.parametrize("where, ok", [("after the stores", True), ("before the stores", False)])
-def test_a_read_back_after_a_barrier_passes(softmax_evaluator, where, ok):
-    source = (CANDIDATES / "softmax" / "readback_without_barrier.py").read_text()
-    line = "    total = tl.sum(s, axis=0)\n" if ok else "    s = tl.zeros((BLOCK,), tl.float32)\n"
+# (fixture, the line after which a barrier goes, whether the read-back is then synchronized)
+BARRIERS = [("readback_without_barrier", "    total = tl.sum(s, axis=0)\n", True),  # after the stores
+            ("readback_without_barrier", "    s = tl.zeros((BLOCK,), tl.float32)\n", False),  # before them
+            # (a line at the loop's indentation after its last line: after the loop of atomics)
+            ("atomic_readback_without_barrier", "        tl.atomic_add(s_ptr + row, tl.sum(e, axis=0))\n", True),
+            ("atomic_readback_without_barrier", "    total = tl.load(s_ptr + row)\n", False)]  # after the read
+
+
+@pytest.mark.parametrize("name, line, ok", BARRIERS, ids=[f"{b[0]}-{i}" for i, b in enumerate(BARRIERS)])
+def test_a_read_back_after_a_barrier_passes(softmax_evaluator, name, line, ok):
+    source = (CANDIDATES / "softmax" / f"{name}.py").read_text()
     assert source.count(line) == 1
     result = softmax_evaluator.evaluate(Candidate.from_source(source.replace(line, line + "    tl.debug_barrier()\n")))
     assert result.status is (Status.OK if ok else Status.UNSAFE), result.reason

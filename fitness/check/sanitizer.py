@@ -17,10 +17,10 @@ program as it happens:
 - with `races` on, lanes of one store writing different values to one element are ``unsafe`` (a GPU
   keeps one, unspecified which; the interpreter the last);
 - with `races` on, a program reading (or updating atomically) an element it stored itself earlier
-  in the launch, with no ``tl.debug_barrier()`` between, is ``unsafe``: the interpreter runs a
-  program's lanes in lockstep, a GPU runs them on many threads, and Triton puts no barrier between a
-  global store and a load (a store and its read-back may even get different thread layouts), so
-  another thread's load can run before the store is visible.
+  in the launch, or reading one it updated atomically, with no ``tl.debug_barrier()`` between, is
+  ``unsafe``: the interpreter runs a program's lanes in lockstep, a GPU runs them on many threads,
+  and Triton puts no barrier between a global store and a load (a store and its read-back may even
+  get different thread layouts), so another thread's load can run before the store is visible.
 
 The message names the kernel, both programs and the element (tensor argument and index). Masked-off
 lanes of a load without ``other`` read poison that differs between runs
@@ -52,7 +52,9 @@ class _Region:
     writer: np.ndarray | None = None  # program that stored each byte offset (-1: none)
     reader: np.ndarray | None = None  # program that loaded it (-1: none, -2: several)
     atomic: np.ndarray | None = None  # program that updated it atomically (-1: none, -2: several)
-    stored_in: np.ndarray | None = None  # the launch's sync epoch of the last store there (-1: none)
+    # the sync epoch of the last plain store there (e), or of an atomic update (-e - 2); -1: none. An epoch
+    # belongs to one program (`_Launch.at`), so a match means "this program, since its last barrier"
+    stored_in: np.ndarray | None = None
 
 
 class _Launch:
@@ -245,16 +247,18 @@ class Sanitizer:
         w, r, a = region.writer[offs], region.reader[offs], region.atomic[offs]
         epoch = launch.at(me)
         if kind != "store":
-            unsynced = (w == me) & (region.stored_in[offs] == epoch)
+            last = region.stored_in[offs]
+            stored = last == epoch
+            unsynced = stored | ((last == -epoch - 2) & (kind == "load"))  # atomics after atomics are ordered
             if unsynced.any():
                 k = int(np.argmax(unsynced))
                 raise UnsafeAccess(
                     f"unsynchronized read-back in kernel {launch.kernel}: {program_label(launch.pid(me))} "
                     f"{'reads' if kind == 'load' else 'updates atomically'} {region.name}"
-                    f"[{int(offs[k]) // region.itemsize}], which it stored earlier with no tl.debug_barrier() "
-                    "between: on a GPU another thread of the program may have stored that element, and the "
-                    "access can run before the store is visible (add tl.debug_barrier() after the stores, or "
-                    "keep the values in registers)")
+                    f"[{int(offs[k]) // region.itemsize}], which it {'stored' if stored[k] else 'updated atomically'}"
+                    " earlier with no tl.debug_barrier() between: on a GPU another thread of the program may have "
+                    "written that element, and the access can run before the write is visible (add "
+                    "tl.debug_barrier() after the writes, or keep the values in registers)")
         other_w = (w >= 0) & (w != me)
         other_r = ((r >= 0) & (r != me)) | (r == -2)
         other_a = ((a >= 0) & (a != me)) | (a == -2)
@@ -281,6 +285,7 @@ class Sanitizer:
             region.stored_in[offs] = epoch
         else:
             region.atomic[offs] = np.where((a == -1) | (a == me), me, -2)
+            region.stored_in[offs] = -epoch - 2  # (a plain store of this epoch there was refused above)
 
 
 def _merge(regions: list[_Region]) -> list[_Region]:
