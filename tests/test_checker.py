@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from evo.contracts.candidate import Candidate
-from evo.contracts.config import EvaluationConfig
+from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.verdict import Status
 from fitness.evaluate import Evaluator
 from fitness.sandbox.process import scrubbed_env
@@ -124,6 +124,15 @@ def test_correct_kernels_written_differently_from_the_seed_pass(softmax_evaluato
     assert result.error == 0.0 and result.cases_checked == 10
 
 
+@pytest.fixture(scope="module")
+def check_only(softmax_task):
+    """The checker with the lint and without the latency model: the kernels below are written to show a
+    check's verdict, not to be fast, and modelling them at the bench size in the interpreter takes minutes."""
+    with Evaluator(softmax_task, EvaluationConfig(timeout_s=60.0, memory_mb=1024, latency=LatencyMode.OFF),
+                   device="cpu") as ev:
+        yield ev
+
+
 # (fixture, the line after which a barrier goes, whether the read-back is then synchronized)
 BARRIERS = [("readback_without_barrier", "    total = tl.sum(s, axis=0)\n", True),  # after the stores
             ("readback_without_barrier", "    s = tl.zeros((BLOCK,), tl.float32)\n", False),  # before them
@@ -133,26 +142,26 @@ BARRIERS = [("readback_without_barrier", "    total = tl.sum(s, axis=0)\n", True
 
 
 @pytest.mark.parametrize("name, line, ok", BARRIERS, ids=[f"{b[0]}-{i}" for i, b in enumerate(BARRIERS)])
-def test_a_read_back_after_a_barrier_passes(softmax_evaluator, name, line, ok):
+def test_a_read_back_after_a_barrier_passes(check_only, name, line, ok):
     source = (CANDIDATES / "softmax" / f"{name}.py").read_text()
     assert source.count(line) == 1
-    result = softmax_evaluator.evaluate(Candidate.from_source(source.replace(line, line + "    tl.debug_barrier()\n")))
+    result = check_only.evaluate(Candidate.from_source(source.replace(line, line + "    tl.debug_barrier()\n")))
     assert result.status is (Status.OK if ok else Status.UNSAFE), result.reason
 
 
-def test_lanes_storing_the_same_value_to_one_element_pass(softmax_evaluator):
+def test_lanes_storing_the_same_value_to_one_element_pass(check_only):
     source = (CANDIDATES / "softmax" / "last_lane_wins.py").read_text()
     wins = "tl.where(lanes < BLOCK, e, e / total)"
     assert source.count(wins) == 1
-    result = softmax_evaluator.evaluate(Candidate.from_source(source.replace(wins, "tl.where(lanes < BLOCK, e / total, "
+    result = check_only.evaluate(Candidate.from_source(source.replace(wins, "tl.where(lanes < BLOCK, e / total, "
                                                                                    "e / total)")))
     assert result.status is Status.OK, result.reason
 
 
-def test_the_same_scratch_allocated_with_zeros_passes(softmax_evaluator):
+def test_the_same_scratch_allocated_with_zeros_passes(check_only):
     source = (CANDIDATES / "softmax" / "empty_scratch_as_zeros.py").read_text()
     assert source.count("s = torch.empty(") == 1
-    result = softmax_evaluator.evaluate(Candidate.from_source(source.replace("s = torch.empty(", "s = torch.zeros(")))
+    result = check_only.evaluate(Candidate.from_source(source.replace("s = torch.empty(", "s = torch.zeros(")))
     assert result.status is Status.OK, result.reason  # so the fixture fails by its scratch alone
 
 
