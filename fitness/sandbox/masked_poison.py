@@ -10,13 +10,20 @@ from typing import Any
 import numpy as np
 
 
-def poison_value(dtype: np.dtype, run: int) -> Any:
-    if np.issubdtype(dtype, np.floating):
-        return np.nan if run % 2 == 0 else np.finfo(dtype).max / 3
-    if dtype == np.bool_:
+def poison_of(run: int, *, floating: bool, info: Any) -> Any:
+    """The check's poison for `run` in a type described by `info` (its finfo or iinfo, numpy's or torch's;
+    None for bool): NaN or a third of the largest float, an extreme integer, alternating between runs."""
+    if floating:
+        return np.nan if run % 2 == 0 else info.max / 3
+    if info is None:
         return run % 2 == 0
-    info = np.iinfo(dtype)
     return info.max - 7 if run % 2 == 0 else info.min + 11
+
+
+def poison_value(dtype: np.dtype, run: int) -> Any:
+    floating = bool(np.issubdtype(dtype, np.floating))
+    info = np.finfo(dtype) if floating else None if dtype == np.bool_ else np.iinfo(dtype)
+    return poison_of(run, floating=floating, info=info)
 
 
 def poison_masked_off(handle: Any, mask: Any, run: int) -> None:

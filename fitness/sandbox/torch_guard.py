@@ -22,6 +22,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from fitness.sandbox.device_queries import DEVICE_QUERIES
+from fitness.sandbox.masked_poison import poison_of
 
 # nothing that tells which kind of device holds a tensor (is_cuda, get_device, a tensor's repr or format,
 # which name it; data_ptr, whose alignment does): what ran in the CPU interpreter must be what runs on the
@@ -80,16 +81,12 @@ def _name(func: Callable[..., Any]) -> str:
 
 def poison_storage(t: torch.Tensor, run: int) -> None:
     """Fill the whole storage of a fresh, uninitialized tensor `t` with the check's poison for `run`
-    (`fitness.sandbox.masked_poison.poison_value`: NaN or a huge value, an extreme integer)."""
+    (`fitness.sandbox.masked_poison.poison_of`: NaN or a huge value, an extreme integer)."""
     if t.is_complex() or t.element_size() == 0:
         return
-    if t.is_floating_point():
-        value: float | int | bool = float("nan") if run % 2 == 0 else float(torch.finfo(t.dtype).max) / 3
-    elif t.dtype == torch.bool:
-        value = run % 2 == 0
-    else:
-        info = torch.iinfo(t.dtype)
-        value = info.max - 7 if run % 2 == 0 else info.min + 11
+    floating = t.is_floating_point()
+    info = torch.finfo(t.dtype) if floating else None if t.dtype == torch.bool else torch.iinfo(t.dtype)
+    value = poison_of(run, floating=floating, info=info)
     storage = t.untyped_storage()
     flat = t.new_empty(0).set_(storage, 0, (storage.nbytes() // t.element_size(),), (1,))
     flat.fill_(value)
