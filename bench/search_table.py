@@ -13,7 +13,9 @@ bench/data/space_sweeps.json (bench/space_sweep.py). One row per task and strate
 - evals / seconds to 95%: per run, the evaluations and campaign seconds until its best so far first
   reached 95% of that run's own final best (median over seeds);
 - model: the version of the latency model that timed the runs (`fitness.latency.model_version`;
-  "unrecorded" for runs from before versions were kept). Modelled rows compare only within a version.
+  "unrecorded" for runs from before versions were kept). Modelled rows compare only within a version,
+  and with a cached sweep or known-better figure only where that version made it too ("not compared
+  (model V)" otherwise: sweep again).
 
 Speedups are whatever the runs measured: MODELLED (roofline model) on a machine without a GPU.
 
@@ -45,7 +47,7 @@ from evo.app.ablation import AblationState
 from evo.app.ablation_config import load_ablation
 from evo.app.ablation_report import run_traces
 from evo.app.ablation_stats import Spread
-from evo.app.sweep_ref import SWEEPS, compared, reference_of
+from evo.app.sweep_ref import KNOWN_VERSION, SWEEP_VERSION, SWEEPS, compared, reference_of, version_gap
 from evo.contracts.config_file import ConfigError
 from fitness.latency.model_version import UNRECORDED
 
@@ -122,10 +124,13 @@ def rows_of(path: Path, output: Path | None, sweeps: Path, saved: dict[tuple[str
     return found
 
 
-def _vs(row: Row, key: str, what: str) -> str:
-    value = (row.reference or {}).get(key)
+def _vs(row: Row, key: str, version: str, what: str) -> str:
+    ref = row.reference or {}
+    value = ref.get(key)
     if not value or not math.isfinite(row.best.median):
         return "-"
+    if version_gap(ref, version, {c.model_version for c in row.curves}):
+        return f"not compared (model {ref.get(version) or UNRECORDED})"
     return compared(row.best.median, float(value), what)
 
 
@@ -137,8 +142,9 @@ def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
         ref = r.reference or {}
         sweep, known = ref.get("best_speedup"), ref.get("known_better_speedup")
         body.append([r.task, r.strategy, "stand-in" if r.llm else "no", str(len(r.curves)), r.best.text("{:.3f}x"),
-                     f"{sweep:.3f}x" if sweep else "not swept", _vs(r, "best_speedup", "the sweep"),
-                     f"{known:.3f}x" if known else "-", _vs(r, "known_better_speedup", "the known-better kernel"),
+                     f"{sweep:.3f}x" if sweep else "not swept", _vs(r, "best_speedup", SWEEP_VERSION, "the sweep"),
+                     f"{known:.3f}x" if known else "-",
+                     _vs(r, "known_better_speedup", KNOWN_VERSION, "the known-better kernel"),
                      r.to_level("evaluations").text("{:.0f}"), r.to_level("time").text("{:.0f}"), r.model])
     return head, body
 

@@ -6,9 +6,10 @@
 Each point runs the full evaluation (`fitness.evaluate.Evaluator`, level ``full``: the check, then the
 latency, modelled without a GPU) in SPACE order. Prints the table and records, per task key, latency
 source and GPU, the best speedup over the seed, its params, the points, the evaluations and seconds
-it took, and how many uniform random draws from the SPACE reach 95% of the best on average
-((N + 1) / (m + 1) for m of N points within 95%), in ``bench/data/space_sweeps.json``, which a
-campaign on the same task reads to say how its result compares (`evo.app.sweep_ref`).
+it took, how many uniform random draws from the SPACE reach 95% of the best on average
+((N + 1) / (m + 1) for m of N points within 95%) and, where modelled, the latency model's version, in
+``bench/data/space_sweeps.json``, which a campaign on the same task reads to say how its result compares
+(`evo.app.sweep_ref`; only with runs the same model version timed).
 
 The task's known-better kernel (``known_better.py``, where there is one) is evaluated the same way and
 its speedup recorded beside the sweep's, so a table can say how far from a known good kernel both are.
@@ -31,11 +32,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from evo.app.sweep_ref import SWEEPS, load_sweeps, sweep_key
+from evo.app.sweep_ref import KNOWN_VERSION, SWEEP_VERSION, SWEEPS, load_sweeps, sweep_key
 from evo.contracts.candidate import Candidate, space_point, space_size
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
 from fitness.evaluate import Evaluator, device_for
+from fitness.latency.model_version import version_of
 
 
 def points(seed: Candidate) -> list[dict[str, Any]]:
@@ -49,14 +51,15 @@ def draws_to_95(speedups: list[float]) -> float:
     return (len(speedups) + 1) / (m + 1)
 
 
-def _speedup(ev: Evaluator, candidate: Candidate, label: str) -> tuple[float | None, str, str]:
-    """(speedup over the seed or None, latency source, GPU) of one full evaluation, printed."""
+def _speedup(ev: Evaluator, candidate: Candidate, label: str) -> tuple[float | None, str, str, str]:
+    """(speedup over the seed or None, latency source, GPU, latency model version or '') of one full
+    evaluation, printed."""
     verdict = ev.evaluate(candidate)
     x = verdict.speedups.get("seed") if verdict.ok else None
     print(f"  {label}: {verdict.status.value}"
           + (f" {verdict.latency_ms:.4g} ms, {x:.3f}x" if x and verdict.latency_ms else ""), flush=True)
     source = verdict.latency_source.value if verdict.latency_source else ""
-    return (float(x) if x else None), source, verdict.latency_gpu
+    return (float(x) if x else None), source, verdict.latency_gpu, version_of(verdict.latency_detail)
 
 
 def task_folder(name: str) -> Path:
@@ -80,20 +83,25 @@ def sweep(name: str, settings: EvaluationConfig, *, max_points: int | None = Non
     start = time.monotonic()
     rows: list[tuple[dict[str, Any], float]] = []
     source, gpu, known = "", "", None
+    versions: dict[str, str] = {}  # SWEEP_VERSION / KNOWN_VERSION: the model version of each modelled figure
     with Evaluator(task, settings, device=device_for(settings.device)) as ev:
         for i, params in enumerate(grid if do_sweep else []):
-            x, x_source, x_gpu = _speedup(ev, seed.with_params(**params), f"{name} {i + 1:3d} {params}")
+            x, x_source, x_gpu, x_version = _speedup(ev, seed.with_params(**params), f"{name} {i + 1:3d} {params}")
             if x:  # a failed point has no latency source: it must not blank the key's
                 rows.append((params, x))
                 source, gpu = x_source, x_gpu
+                if x_version:
+                    versions[SWEEP_VERSION] = x_version
         better = folder / "known_better.py"
         if better.is_file():
-            known, k_source, k_gpu = _speedup(ev, Candidate.from_file(better), f"{name} known-better")
+            known, k_source, k_gpu, k_version = _speedup(ev, Candidate.from_file(better), f"{name} known-better")
             source, gpu = source or k_source, gpu or k_gpu
+            if known and k_version:
+                versions[KNOWN_VERSION] = k_version
     out: dict[str, Any] = {"task": name, "task_key": task.key, "latency_source": source, "gpu": gpu,
                            **({"workload": workload, "bench_tag": task.bench_tag} if workload else {}),
                            "points": len(grid), "known_better_speedup": round(known, 4) if known else None,
-                           "measured": time.strftime("%Y-%m-%d")}
+                           "measured": time.strftime("%Y-%m-%d"), **versions}
     if do_sweep and rows:
         best_params, best = max(rows, key=lambda r: r[1])
         out.update(evaluations=len(grid), correct=len(rows), best_speedup=round(best, 4), best_params=best_params,
@@ -116,11 +124,11 @@ def main() -> int:
     args = ap.parse_args()
     settings = EvaluationConfig(device=args.device, latency=LatencyMode.AUTO, target_gpu=args.target_gpu,
                                 profile_memory_mb=args.profile_memory_mb)
-    sweeps = load_sweeps(args.output)
     for name in args.tasks:
         r = sweep(name, settings, max_points=args.max_points, do_sweep=not args.known_better_only,
                   workload=args.workload)
         key = sweep_key(r["task_key"], r["latency_source"], r["gpu"], r.get("bench_tag", ""))
+        sweeps = load_sweeps(args.output)  # read again: another sweep may have written its task meanwhile
         old = sweeps.get(key, {})
         sweeps[key] = {**old, **r} if "best_speedup" not in r else r
         known = f"known-better {r['known_better_speedup']:.3f}x" if r["known_better_speedup"] else "no known-better"

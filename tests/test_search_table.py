@@ -18,6 +18,7 @@ from evo.app.sweep_ref import sweep_key
 from .reports.synthetic import Ev, make_run
 
 TASK_KEY = "softmax-synthetic"
+MODEL = "m1"  # the latency model version of the synthetic runs
 
 
 @pytest.fixture(autouse=True)
@@ -27,9 +28,10 @@ def no_shipped_curves(tmp_path, monkeypatch):
 
 
 def ablation(tmp_path: Path, runs: dict[str, list[list[Ev]]], *, swept: bool = True,
-             task: dict[str, str] | None = None) -> tuple[Path, Path]:
+             task: dict[str, str] | None = None, sweep_model: str = MODEL) -> tuple[Path, Path]:
     """An ablation file, its directory with the given finished runs (variant -> one history per
-    seed) and a sweeps file with the task's sweep (2.0x, unless not `swept`) and known-better (4.0x)."""
+    seed) and a sweeps file with the task's sweep (2.0x, unless not `swept`) and known-better (4.0x),
+    both modelled by `sweep_model`."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "base.yaml").write_text(yaml.safe_dump({"name": "b", "task": task or {"name": "softmax"},
                                                         "mutators": [{"kind": "stoke"}]}))
@@ -52,17 +54,20 @@ def ablation(tmp_path: Path, runs: dict[str, list[list[Ev]]], *, swept: bool = T
         entry.status, entry.run_dir = RunStatus.FINISHED, str(built.path)
     state.save()
     assert (directory / STATE_FILE).is_file()
-    ref = {"task": "softmax", "task_key": TASK_KEY, "points": 35, "known_better_speedup": 4.0}
+    ref = {"task": "softmax", "task_key": TASK_KEY, "latency_source": "model", "gpu": "h100", "points": 35,
+           "known_better_speedup": 4.0, "known_better_model_version": sweep_model}
     if swept:
-        ref.update(best_speedup=2.0, evaluations=35, seconds=60.0, draws_to_95=4.0)
+        ref.update(best_speedup=2.0, evaluations=35, seconds=60.0, draws_to_95=4.0, model_version=sweep_model)
     sweeps = tmp_path / "sweeps.json"
     sweeps.write_text(json.dumps({sweep_key(TASK_KEY, "model", "h100"): ref}))
     return path, sweeps
 
 
 def climb(*latencies: float) -> list[Ev]:
-    """The seed at 1 ms, then one evaluation per latency, 10 s apart."""
-    return [Ev("seed", 1.0, 0.0, generation=0)] + [Ev("stoke", x, 10.0 * (i + 1)) for i, x in enumerate(latencies)]
+    """The seed at 1 ms, then one evaluation per latency, 10 s apart, modelled by model version MODEL."""
+    detail = {"model_version": MODEL}
+    return [Ev("seed", 1.0, 0.0, generation=0, detail=detail)] + [
+        Ev("stoke", x, 10.0 * (i + 1), detail=detail) for i, x in enumerate(latencies)]
 
 
 def test_each_strategy_is_set_against_the_sweep_and_the_known_better_kernel(tmp_path, capsys):
@@ -78,9 +83,9 @@ def test_each_strategy_is_set_against_the_sweep_and_the_known_better_kernel(tmp_
             for line in text.splitlines() if line.startswith("| softmax")}
     evo, rnd = rows["search-softmax/evolution"], rows["search-softmax/random-search"]
     assert evo[3:] == ["3", "2.600x [2.600x-2.600x]", "2.000x", "30.0% above the sweep", "4.000x",
-                       "35.0% below the known-better kernel", "2 [2-2]", "10 [10-10]", "unrecorded"]
+                       "35.0% below the known-better kernel", "2 [2-2]", "10 [10-10]", MODEL]
     assert rnd[5:7] == ["2.000x", "the same as the sweep (within 1%)"]
-    assert rnd[-3:] == ["3 [3-3]", "20 [20-20]", "unrecorded"]  # synthetic runs record no model version
+    assert rnd[-3:] == ["3 [3-3]", "20 [20-20]", MODEL]
     assert "MODELLED" in text and "versions of the latency model" not in text
 
 
@@ -113,6 +118,19 @@ def test_the_ablation_report_says_how_each_variant_compares_with_the_cached_swee
     assert ("exhaustive sweep of the seed's SPACE (35 points): 2.000x (evolution 25.0% above the sweep; "
             "random-search the same as the sweep (within 1%))") in tables
     assert any("exhaustive sweep" in getattr(b, "text", "") for b in doc.blocks)  # in the report too
+
+
+def test_a_sweep_modelled_by_another_model_version_is_not_compared(tmp_path, capsys):
+    path, sweeps = ablation(tmp_path, {"evolution": [climb(0.4)] * 2, "random-search": [climb(0.5)] * 2},
+                            sweep_model="m0")
+    assert search_table.main([str(path), "--sweeps", str(sweeps)]) == 0
+    row = next([c.strip() for c in line.split("|")[1:-1]] for line in capsys.readouterr().out.splitlines()
+               if "search-softmax/evolution" in line)
+    assert row[5:9] == ["2.000x", "not compared (model m0)", "4.000x", "not compared (model m0)"], row
+    ab = load_ablation(path)
+    tables = ablation_doc(ab, AblationState.load(ab.directory(), ab), sweeps)[2]
+    assert "2.000x (not compared: the cached figure was modelled by latency model m0, the run(s) by m1" in tables
+    assert "above the sweep" not in tables
 
 
 def test_without_finished_runs_the_table_says_what_to_run(tmp_path, capsys):

@@ -59,6 +59,33 @@ def test_no_line_without_a_sweep_of_the_same_task_source_and_gpu(tmp_path):
     assert sweep_words(summary(2.5), tmp_path / "missing.json") == ""
 
 
+def test_modelled_figures_compare_only_within_one_version_of_the_latency_model(tmp_path):
+    path = tmp_path / "sweeps.json"
+    entry = {"task": "softmax", "latency_source": "model", "points": 35, "evaluations": 35, "seconds": 66.0,
+             "best_speedup": 2.0, "draws_to_95": 4.0, "known_better_speedup": 3.0,
+             "model_version": "aaa", "known_better_model_version": "bbb"}
+    path.write_text(json.dumps({sweep_key("softmax-abc", "model", "h100"): entry}))
+
+    def words(version: str | None) -> str:
+        s = summary(2.5)
+        s["best"] = {**s["best"], "model_version": version}  # type: ignore[dict-item]
+        return sweep_words(s, path)
+
+    same_sweep = words("aaa")
+    assert "sweep 2.000x: 25.0% above the sweep" in same_sweep
+    assert "known-better kernel: 3.000x, the campaign not compared: the cached figure was modelled by latency " \
+           "model bbb, the run(s) by aaa (sweep again: python bench/space_sweep.py softmax)" in same_sweep
+    same_known = words("bbb")
+    assert "above the sweep" not in same_known and "sweep 2.000x: not compared" in same_known
+    assert same_known.endswith("the campaign 16.7% below it")
+    for other in ("ccc", None):  # another version, or a run from before versions were kept
+        text = words(other)
+        assert "above" not in text and "below" not in text and text.count("not compared") == 2
+    del entry["model_version"]  # a sweep from before versions were kept compares with nothing modelled
+    path.write_text(json.dumps({sweep_key("softmax-abc", "model", "h100"): entry}))
+    assert "sweep 2.000x: not compared: the cached figure was modelled by latency model unrecorded" in words("aaa")
+
+
 def test_the_committed_sweeps_name_their_task_keys_and_are_well_formed():
     assert SWEEPS == ROOT / "bench" / "data" / "space_sweeps.json"
     sweeps = load_sweeps()
@@ -92,7 +119,8 @@ class FakeEvaluator:
         self.evaluated.append(dict(candidate.params))
         x = 9.0 if known else float(candidate.params["BLOCK"]) / 1000
         return Evaluation(candidate.id, "t", "cpu", Status.OK, latency_ms=1.0 / x, latency_source=LatencySource.MODEL,
-                          latency_gpu="h100", speedups={"seed": x})
+                          latency_gpu="h100", speedups={"seed": x},
+                          latency_detail={"model_version": "kb1" if known else "sw1"})
 
 
 def test_the_sweep_records_the_known_better_kernel_and_skips_a_space_too_large(tmp_path, monkeypatch, capsys):
@@ -105,6 +133,7 @@ def test_the_sweep_records_the_known_better_kernel_and_skips_a_space_too_large(t
     ref = next(iter(load_sweeps(out).values()))
     assert (ref["points"], ref["correct"], ref["best_speedup"], ref["known_better_speedup"]) == (35, 35, 4.096, 9.0)
     assert ref["best_params"]["BLOCK"] == 4096 and len(FakeEvaluator.evaluated) == 36
+    assert (ref["model_version"], ref["known_better_model_version"]) == ("sw1", "kb1")  # which model made each
     monkeypatch.setattr(sys, "argv", [*argv, "--known-better-only"])  # the sweep stays, the figure is new
     FakeEvaluator.evaluated.clear()
     assert space_sweep.main() == 0
@@ -113,7 +142,8 @@ def test_the_sweep_records_the_known_better_kernel_and_skips_a_space_too_large(t
     monkeypatch.setattr(sys, "argv", [*argv, "--max-points", "20", "--output", str(tmp_path / "big.json")])
     assert space_sweep.main() == 0
     assert "not swept (35 points); known-better 9.000x" in capsys.readouterr().out
-    assert "best_speedup" not in next(iter(load_sweeps(tmp_path / "big.json").values()))
+    big = next(iter(load_sweeps(tmp_path / "big.json").values()))
+    assert "best_speedup" not in big and "model_version" not in big and big["known_better_model_version"] == "kb1"
 
 
 def test_a_task_folder_outside_the_library_is_swept_by_its_path(tmp_path, monkeypatch):

@@ -23,7 +23,7 @@ from evo.app.ablation_config import Ablation
 from evo.app.ablation_stats import LEVELS, AblationResults, analyse, markdown_tables, to_csv, version_words
 from evo.app.run_data import load_run
 from evo.app.run_store import RunStoreError
-from evo.app.sweep_ref import SWEEPS, compared, reference_of
+from evo.app.sweep_ref import KNOWN_VERSION, SWEEP_VERSION, SWEEPS, compared, reference_of, version_gap
 from evo.app.trace import Trace, trace_of
 
 
@@ -85,13 +85,15 @@ def reference_words(results: AblationResults, traces: dict[str, list[tuple[int, 
     if not ref:
         return ""
     refs = [(f"the exhaustive sweep of the seed's SPACE ({ref['points']} points)", "the sweep",
-             ref.get("best_speedup")),
-            ("the task's known-better kernel", "the known-better kernel", ref.get("known_better_speedup"))]
+             ref.get("best_speedup"), SWEEP_VERSION),
+            ("the task's known-better kernel", "the known-better kernel", ref.get("known_better_speedup"),
+             KNOWN_VERSION)]
     parts = []
-    for head, what, value in refs:
+    for head, what, value, version in refs:
         if value:
-            each = "; ".join(f"{v.variant} {compared(v.best.median, float(value), what)}" for v in results.variants
-                             if v.best.n and math.isfinite(v.best.median))
+            each = version_gap(ref, version, set(results.model_versions)) or "; ".join(
+                f"{v.variant} {compared(v.best.median, float(value), what)}" for v in results.variants
+                if v.best.n and math.isfinite(v.best.median))
             parts.append(f"{head}: {float(value):.3f}x ({each})")
     return (f"Cached references ({sweeps.name}: same task, latency source and GPU) against each "
             "variant's median best: " + "; and ".join(parts) + ".") if parts else ""

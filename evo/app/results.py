@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from evo.contracts.records import Individual, speedup
+from fitness.latency.model_version import version_of
 
 
 def standalone_kernel(best: Individual, *, campaign: str, task: str, seed_latency_ms: float | None) -> str:
@@ -44,6 +45,7 @@ def individual_summary(ind: Individual | None, seed_latency_ms: float | None) ->
         "latency_ms": ind.latency_ms,
         "latency_source": ev.latency_source.value if ev.latency_source else None,
         "latency_gpu": ev.latency_gpu,
+        "model_version": version_of(ev.latency_detail) or None,  # the latency model's, where modelled
         "speedup_over_seed": speedup(seed_latency_ms, ind.latency_ms),
         "speedups": dict(ev.speedups),
         "shapes": list(ev.latency_detail.get("shapes", [])),  # per bench size, when the fitness covers several

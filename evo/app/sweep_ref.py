@@ -5,7 +5,10 @@ the same sizes (`Task.bench_tag`: a workload has its own entries) and with the s
 latency says, in its last lines, how far above or below it ended.
 
 Modelled figures vary a little between runs (the model samples programs from the run's secret), so
-a difference within about 1% is "the same as the sweep", not a win.
+a difference within about 1% is "the same as the sweep", not a win. Modelled figures compare only when
+one version of the latency model made both (`fitness.latency.model_version`): an entry records the
+version of its sweep and of its known-better figure, and a run modelled by another version (or an entry
+from before versions were kept) is told to sweep again instead of being compared.
 """
 
 from __future__ import annotations
@@ -38,6 +41,28 @@ def reference_of(summary: dict[str, Any], path: Path = SWEEPS) -> dict[str, Any]
                                            str(summary.get("bench_tag") or "")))
 
 
+SWEEP_VERSION = "model_version"  # an entry's field: the model version of its sweep
+KNOWN_VERSION = "known_better_model_version"  # ... and of its known-better figure
+
+
+def model_of(summary: dict[str, Any]) -> str:
+    """The latency model version of a run's best kernel ('' where not modelled or not recorded)."""
+    return str((summary.get("best") or {}).get("model_version") or "")
+
+
+def version_gap(ref: dict[str, Any], field: str, versions: set[str]) -> str:
+    """Why the entry's figure (its version in `field`) cannot be compared with figures modelled by
+    `versions` ('' when it can: measured, or one recorded version for both)."""
+    if ref.get("latency_source") != "model":
+        return ""
+    theirs = str(ref.get(field) or "")
+    if theirs and versions == {theirs}:
+        return ""
+    mine = ", ".join(sorted(v or "unrecorded" for v in versions)) or "unrecorded"
+    return (f"not compared: the cached figure was modelled by latency model {theirs or 'unrecorded'}, the run(s) "
+            f"by {mine} (sweep again: python bench/space_sweep.py {ref.get('task', 'TASK')})")
+
+
 def compared(speedup: float, reference: float, what: str) -> str:
     """How a speedup compares with `what`'s, in words (within 1%: the same)."""
     gain = speedup / reference - 1.0
@@ -52,13 +77,15 @@ def sweep_words(summary: dict[str, Any], path: Path = SWEEPS) -> str:
     ref = reference_of(summary, path)
     if not ref or not speedup:
         return ""
+    versions = {model_of(summary)}
     known = ref.get("known_better_speedup")
-    known_words = (f"the task's known-better kernel: {known:.3f}x, the campaign {compared(speedup, known, 'it')}"
-                   if known else "")
+    known_gap = version_gap(ref, KNOWN_VERSION, versions)
+    known_words = (f"the task's known-better kernel: {known:.3f}x, the campaign "
+                   f"{known_gap or compared(speedup, known, 'it')}" if known else "")
     if not ref.get("best_speedup"):  # the SPACE was too large to sweep
         return f"campaign {speedup:.3f}x over the seed; {known_words}" if known else ""
     sweep = float(ref["best_speedup"])
-    verdict = compared(speedup, sweep, "the sweep")
+    verdict = version_gap(ref, SWEEP_VERSION, versions) or compared(speedup, sweep, "the sweep")
     return (f"vs a sweep of the seed's SPACE ({ref['points']} points, {ref['evaluations']} evaluations, "
             f"{ref['seconds']:.0f} s, cached in bench/data/space_sweeps.json): campaign {speedup:.3f}x over the "
             f"seed, sweep {sweep:.3f}x: {verdict}; random draws from the SPACE reach 95% of the sweep's best "
