@@ -100,6 +100,23 @@ def test_the_committed_sweeps_name_their_task_keys_and_are_well_formed():
             assert ref["best_speedup"] > 0 and 1 <= ref["draws_to_95"] <= ref["points"]
 
 
+def test_the_demos_cached_sweep_is_of_the_current_latency_model():
+    """The README's demo (softmax, modelled without a GPU) ends by comparing its best with the cached sweep
+    of the seed's SPACE, and a sweep another model version made is not compared: an edit of the latency
+    model's files must come with a new sweep of the demo's task."""
+    from evo.contracts.config import EvaluationConfig
+    from evo.contracts.native_task import NativeTask
+    from fitness.latency.model_version import model_version
+
+    task = NativeTask(ROOT / "tasks" / "softmax")
+    entry = load_sweeps().get(sweep_key(task.key, "model", EvaluationConfig().target_gpu))
+    again = "sweep again: PYTHONPATH=. python3 bench/space_sweep.py softmax"
+    assert entry and entry.get("best_speedup"), f"no cached sweep of {task.key}: {again}"
+    assert entry.get("model_version") == model_version(), (
+        f"the cached sweep of softmax was modelled by {entry.get('model_version') or 'an unrecorded version'}, the "
+        f"latency model is now {model_version()}: {again}")
+
+
 class FakeEvaluator:
     """Stands in for fitness.evaluate.Evaluator: a speedup of BLOCK / 1000 (the known-better: 9x)."""
 
