@@ -10,6 +10,8 @@ bench/data/space_sweeps.json (bench/space_sweep.py). One row per task and strate
 
 - best: the runs' best speedup over the seed, median [first quartile - third quartile] over seeds;
 - vs sweep / vs known-better: the median best against the sweep's best and the known-better kernel's;
+- runs above sweep: how many runs ended above the sweep's best by more than the 1% modelled figures
+  vary by (a median above it may be one seed's luck or every seed's gain);
 - evals / seconds to 95%: per run, the evaluations and campaign seconds until its best so far first
   reached 95% of that run's own final best (median over seeds);
 - model: the version of the latency model that timed the runs (`fitness.latency.model_version`;
@@ -47,7 +49,15 @@ from evo.app.ablation import AblationState
 from evo.app.ablation_config import load_ablation
 from evo.app.ablation_report import run_traces
 from evo.app.ablation_stats import Spread
-from evo.app.sweep_ref import KNOWN_VERSION, SWEEP_VERSION, SWEEPS, compared, reference_of, version_gap
+from evo.app.sweep_ref import (
+    KNOWN_VERSION,
+    SAME_WITHIN,
+    SWEEP_VERSION,
+    SWEEPS,
+    compared,
+    reference_of,
+    version_gap,
+)
 from evo.contracts.config_file import ConfigError
 from fitness.latency.model_version import UNRECORDED
 
@@ -134,15 +144,31 @@ def _vs(row: Row, key: str, version: str, what: str) -> str:
     return compared(row.best.median, float(value), what)
 
 
+def _above(row: Row) -> str:
+    """How many of the row's runs ended clearly above the sweep's best (by more than the 1% the model's
+    figures vary by): whether a median above it is one lucky seed or all of them."""
+    ref = row.reference or {}
+    sweep = ref.get("best_speedup")
+    if not sweep or version_gap(ref, SWEEP_VERSION, {c.model_version for c in row.curves}):
+        return "-"
+    above = sum(1 for c in row.curves if (c.best_speedup or 0.0) > float(sweep) * (1 + SAME_WITHIN))
+    return f"{above} of {len(row.curves)}"
+
+
+HEAD = ["task", "strategy", "LLM", "runs", "best", "sweep best", "vs sweep", "runs above sweep", "known-better",
+        "vs known-better", f"evals to {LEVEL:.0%}", f"seconds to {LEVEL:.0%}", "model"]
+ADDED = {"runs above sweep": "-", "model": UNRECORDED}  # columns a table written before them lacks, and their fill
+
+
 def table(rows: list[Row]) -> tuple[list[str], list[list[str]]]:
-    head = ["task", "strategy", "LLM", "runs", "best", "sweep best", "vs sweep", "known-better", "vs known-better",
-            f"evals to {LEVEL:.0%}", f"seconds to {LEVEL:.0%}", "model"]
+    head = HEAD
     body = []
     for r in sorted(rows, key=lambda r: (r.task, r.llm, r.strategy)):
         ref = r.reference or {}
         sweep, known = ref.get("best_speedup"), ref.get("known_better_speedup")
         body.append([r.task, r.strategy, "stand-in" if r.llm else "no", str(len(r.curves)), r.best.text("{:.3f}x"),
                      f"{sweep:.3f}x" if sweep else "not swept", _vs(r, "best_speedup", SWEEP_VERSION, "the sweep"),
+                     _above(r),
                      f"{known:.3f}x" if known else "-",
                      _vs(r, "known_better_speedup", KNOWN_VERSION, "the known-better kernel"),
                      r.to_level("evaluations").text("{:.0f}"), r.to_level("time").text("{:.0f}"), r.model])
@@ -153,19 +179,19 @@ SOURCE_LINE = "Latency source: "
 
 
 def kept_rows(path: Path, head: list[str], fresh: set[tuple[str, str]]) -> tuple[list[list[str]], set[str]]:
-    """The rows of the table at `path` (written by this script, with the same columns) whose (task,
-    strategy) is not in `fresh`, and the latency sources that table names. A table from before the
-    model column had one gets it: "unrecorded"."""
+    """The rows of the table at `path` (written by this script, with its columns or those of an earlier
+    version of it) whose (task, strategy) is not in `fresh`, and the latency sources that table names.
+    A column added since that table was written is filled in (`ADDED`: the model "unrecorded")."""
     text = path.read_text().splitlines()
     lines = [line for line in text if line.startswith("|")]
     found = [c.strip() for c in lines[0].strip("|").split("|")] if lines else []
-    if found not in (head, head[:-1]):
+    if not found or [c for c in head if c in found] != found or any(c not in found for c in head if c not in ADDED):
         raise ValueError(f"{path} is not a table with this script's columns")
-    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines[2:]]
-    rows = [[*r, UNRECORDED] if len(found) < len(head) else r for r in rows]
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines[2:]]
+    rows = [[dict(zip(found, r)).get(c, ADDED.get(c, "-")) for c in head] for r in cells if len(r) == len(found)]
     named = next((line.removeprefix(SOURCE_LINE).split(" (")[0].rstrip(".") for line in text
                   if line.startswith(SOURCE_LINE)), "")
-    return ([r for r in rows if len(r) == len(head) and (r[0], r[1]) not in fresh],
+    return ([r for r in rows if (r[0], r[1]) not in fresh],
             {n.strip() for n in named.split(",") if n.strip()})
 
 

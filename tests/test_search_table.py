@@ -82,9 +82,9 @@ def test_each_strategy_is_set_against_the_sweep_and_the_known_better_kernel(tmp_
     rows = {line.split("|")[2].strip(): [c.strip() for c in line.split("|")[1:-1]]
             for line in text.splitlines() if line.startswith("| softmax")}
     evo, rnd = rows["search-softmax/evolution"], rows["search-softmax/random-search"]
-    assert evo[3:] == ["3", "2.600x [2.600x-2.600x]", "2.000x", "30.0% above the sweep", "4.000x",
+    assert evo[3:] == ["3", "2.600x [2.600x-2.600x]", "2.000x", "30.0% above the sweep", "3 of 3", "4.000x",
                        "35.0% below the known-better kernel", "2 [2-2]", "10 [10-10]", MODEL]
-    assert rnd[5:7] == ["2.000x", "the same as the sweep (within 1%)"]
+    assert rnd[5:8] == ["2.000x", "the same as the sweep (within 1%)", "0 of 3"]
     assert rnd[-3:] == ["3 [3-3]", "20 [20-20]", MODEL]
     assert "MODELLED" in text and "versions of the latency model" not in text
 
@@ -120,13 +120,22 @@ def test_the_ablation_report_says_how_each_variant_compares_with_the_cached_swee
     assert any("exhaustive sweep" in getattr(b, "text", "") for b in doc.blocks)  # in the report too
 
 
+def test_runs_above_the_sweep_count_only_those_above_it_by_more_than_the_models_noise(tmp_path, capsys):
+    # against the sweep's 2.0x: 2.5x and 2.03x are above it, 2.0x and 2.016x (within 1%) are not
+    path, sweeps = ablation(tmp_path, {"evolution": [climb(0.4), climb(1 / 2.03), climb(0.5), climb(1 / 2.016)]})
+    assert search_table.main([str(path), "--sweeps", str(sweeps)]) == 0
+    row = next([c.strip() for c in line.split("|")[1:-1]] for line in capsys.readouterr().out.splitlines()
+               if "search-softmax/evolution" in line)
+    assert row[3] == "4" and row[7] == "2 of 4", row
+
+
 def test_a_sweep_modelled_by_another_model_version_is_not_compared(tmp_path, capsys):
     path, sweeps = ablation(tmp_path, {"evolution": [climb(0.4)] * 2, "random-search": [climb(0.5)] * 2},
                             sweep_model="m0")
     assert search_table.main([str(path), "--sweeps", str(sweeps)]) == 0
     row = next([c.strip() for c in line.split("|")[1:-1]] for line in capsys.readouterr().out.splitlines()
                if "search-softmax/evolution" in line)
-    assert row[5:9] == ["2.000x", "not compared (model m0)", "4.000x", "not compared (model m0)"], row
+    assert row[5:10] == ["2.000x", "not compared (model m0)", "-", "4.000x", "not compared (model m0)"], row
     ab = load_ablation(path)
     tables = ablation_doc(ab, AblationState.load(ab.directory(), ab), sweeps)[2]
     assert "2.000x (not compared: the cached figure was modelled by latency model m0, the run(s) by m1" in tables
