@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from bench import space_sweep
-from evo.app.sweep_ref import SWEEPS, load_sweeps, sweep_key, sweep_words
+from evo.app.sweep_ref import SWEEPS, load_sweeps, sweep_key, sweep_words, version_gap
 from evo.contracts.candidate import Candidate
 from evo.contracts.verdict import Evaluation, LatencySource, Status
 
@@ -84,6 +84,8 @@ def test_modelled_figures_compare_only_within_one_version_of_the_latency_model(t
     del entry["model_version"]  # a sweep from before versions were kept compares with nothing modelled
     path.write_text(json.dumps({sweep_key("softmax-abc", "model", "h100"): entry}))
     assert "sweep 2.000x: not compared: the cached figure was modelled by latency model unrecorded" in words("aaa")
+    assert "(sweep again: python bench/space_sweep.py softmax --workload serving)" in version_gap(
+        {**entry, "workload": "serving"}, "model_version", {"aaa"})
 
 
 def test_the_committed_sweeps_name_their_task_keys_and_are_well_formed():

@@ -59,8 +59,9 @@ def version_gap(ref: dict[str, Any], field: str, versions: set[str]) -> str:
     if theirs and versions == {theirs}:
         return ""
     mine = ", ".join(sorted(v or "unrecorded" for v in versions)) or "unrecorded"
+    workload = f" --workload {ref['workload']}" if ref.get("workload") else ""
     return (f"not compared: the cached figure was modelled by latency model {theirs or 'unrecorded'}, the run(s) "
-            f"by {mine} (sweep again: python bench/space_sweep.py {ref.get('task', 'TASK')})")
+            f"by {mine} (sweep again: python bench/space_sweep.py {ref.get('task', 'TASK')}{workload})")
 
 
 def compared(speedup: float, reference: float, what: str) -> str:
