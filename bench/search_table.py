@@ -79,6 +79,11 @@ class Row:
         return Spread.of([c.best_speedup or 0.0 for c in self.curves])
 
     @property
+    def versions(self) -> set[str]:
+        """The model versions the runs recorded ("" for one not recorded or not modelled)."""
+        return {c.model_version for c in self.curves}
+
+    @property
     def model(self) -> str:
         """The model versions of the runs (modelled ones), "-" when measured."""
         versions = sorted({c.model_version or UNRECORDED for c in self.curves if c.latency_source == "model"})
@@ -139,7 +144,7 @@ def _vs(row: Row, key: str, version: str, what: str) -> str:
     value = ref.get(key)
     if not value or not math.isfinite(row.best.median):
         return "-"
-    if version_gap(ref, version, {c.model_version for c in row.curves}):
+    if version_gap(ref, version, row.versions):
         return f"not compared (model {ref.get(version) or UNRECORDED})"
     return compared(row.best.median, float(value), what)
 
@@ -149,7 +154,7 @@ def _above(row: Row) -> str:
     figures vary by): whether a median above it is one lucky seed or all of them."""
     ref = row.reference or {}
     sweep = ref.get("best_speedup")
-    if not sweep or version_gap(ref, SWEEP_VERSION, {c.model_version for c in row.curves}):
+    if not sweep or version_gap(ref, SWEEP_VERSION, row.versions):
         return "-"
     above = sum(1 for c in row.curves if (c.best_speedup or 0.0) > float(sweep) * (1 + SAME_WITHIN))
     return f"{above} of {len(row.curves)}"
