@@ -82,6 +82,19 @@ class Encoding:
     def decode(self, encoded: dict[str, Any]) -> Params:
         return {k: self.values[k][int(x)] if k in self.ordinal else x for k, x in encoded.items()}
 
+    def neighbours(self, encoded: dict[str, Any]) -> list[dict[str, Any]]:
+        """The configs one step from `encoded` along one parameter: the next smaller and the next larger
+        value of an ordinal one, every other value of a categorical one (parameters in name order)."""
+        out: list[dict[str, Any]] = []
+        for k, vals in self.values.items():
+            x = encoded[k]
+            if k in self.ordinal:
+                steps: list[Any] = [int(x) + d for d in (-1, 1) if 0 <= int(x) + d < len(vals)]
+            else:
+                steps = [v for v in vals if v != x]
+            out.extend({**encoded, k: step} for step in steps)
+        return out
+
     def encode(self, params: Params) -> dict[str, Any] | None:
         """The trial params of `params`, None when a value lies outside the space."""
         out: dict[str, Any] = {}

@@ -13,8 +13,17 @@ children). That exposes the speed/accuracy trade-off of tile shapes (a longer K 
 order of accumulation) as a Pareto front instead of a single best.
 
 Before any sampler draw, a new study receives the parent's own result as a completed trial and is
-queued the module's PARAMS and the known-good configs whose names match (`known_configs`). A
-config already tried in the study is told its known result at once and not proposed again.
+queued the fastest configs this mutator measured on the task's other structures (`transfer`: a
+structure that differs by a hint or a fused loop runs fastest near where its parent did, and
+starting it again from the seed's slow PARAMS wastes evaluations), then the module's PARAMS and the
+known-good configs whose names match (`known_configs`). A config already tried in the study is told
+its known result at once and not proposed again.
+
+A sampler that keeps asking for configs the study has measured has settled; on a small grid TPE
+can settle on one of two near-equal points and never ask the point beside them (layer norm: BLOCK
+8192 with 8 and 16 warps, never 4 warps, the SPACE's best). Each such repeat is answered by asking
+instead an untried grid neighbour (one step along one parameter) of the study's `polish` best
+configs, so a settled study walks to a local optimum of the grid around its best few points.
 
 The studies read on their own in optuna-dashboard: a study's user attrs name its task, structure
 and the run directory that created it, its objectives are named, and every trial told from an
@@ -36,7 +45,7 @@ import optuna
 from optuna.exceptions import ExperimentalWarning, UpdateFinishedTrialError
 from optuna.trial import TrialState, create_trial
 
-from evo.contracts.candidate import Candidate, module_literal
+from evo.contracts.candidate import Candidate, Params, module_literal
 from evo.contracts.mutator_config import OptunaConfig, Sampler
 from evo.contracts.records import Individual, Proposal
 from evo.contracts.task import Task
@@ -48,6 +57,7 @@ from mutators.optuna_space import Encoding, make_sampler, open_storage
 __all__ = ["OptunaMutator"]
 
 _Result = tuple[float, ...] | None  # objective values, None for a failed trial
+_KEPT = 8  # the fastest configs per task kept for `transfer`, also across a resume (`state`)
 
 
 def _key(encoded: dict[str, Any]) -> str:
@@ -65,13 +75,18 @@ class OptunaMutator(Mutator):
         self.seed = seed
         self.trials_per_proposal = cfg.trials_per_proposal
         self.enqueue_known = cfg.enqueue_known
+        self.polish = cfg.polish
+        self.transfer = cfg.transfer
         self.name = cfg.name or self.kind
         self.storage = open_storage(cfg.storage, journal_path)
         self.run = journal_path.parent.name  # the run directory: "<campaign name>-<start time>"
         self._studies: dict[str, optuna.Study] = {}
         self._results: dict[str, dict[str, _Result]] = {}  # study -> params key -> result
         self._waiting: dict[tuple[str, str], list[int]] = {}  # duplicates asked before the first was told
-        self.counts = {"proposals": 0, "told_complete": 0, "told_fail": 0, "told_pruned": 0, "duplicates": 0}
+        self._in_flight: dict[str, set[str]] = {}  # study -> keys proposed by this process, not yet observed
+        self._fastest: dict[str, list[tuple[float, Params]]] = {}  # task key -> fastest measured configs
+        self.counts = {"proposals": 0, "told_complete": 0, "told_fail": 0, "told_pruned": 0, "duplicates": 0,
+                       "polished": 0, "transferred": 0}
 
     @property
     def objectives(self) -> int:
@@ -106,11 +121,32 @@ class OptunaMutator(Mutator):
         ratio = evaluation.max_error_ratio if math.isfinite(evaluation.max_error_ratio) else 1.0
         return (evaluation.latency_ms, ratio)
 
+    def _remember(self, task_key: str, params: Params, result: _Result) -> None:
+        """Keep `params` among the task's fastest measured configs (first objective: latency)."""
+        if result is None:
+            return
+        kept = [(v, p) for v, p in self._fastest.get(task_key, []) if p != params]
+        kept.append((result[0], dict(params)))
+        self._fastest[task_key] = sorted(kept, key=lambda vp: vp[0])[:_KEPT]
+
+    def _transferred(self, task_key: str, enc: Encoding, results: dict[str, _Result],
+                     base: Params) -> list[dict[str, Any]]:
+        """The encodings of the task's fastest measured configs that lie in `enc`'s space, untried here; a
+        param they lack (one the new structure added, such as a split's SPLIT) keeps its value in `base`."""
+        out: list[dict[str, Any]] = []
+        for _, params in self._fastest.get(task_key, []):
+            e = enc.encode({**base, **params})
+            if e is not None and _key(e) not in results and e not in out:
+                out.append(e)
+        return out[: self.transfer]
+
     def _seed_study(self, study: optuna.Study, enc: Encoding, parent: Individual, task: Task) -> None:
-        """Record the parent's result; once per study, describe it and queue PARAMS and known-good configs."""
+        """Record the parent's result; once per study, describe it and queue the task's fastest configs
+        measured elsewhere, PARAMS and known-good configs."""
         results = self._refresh(study)
         encoded = enc.encode(parent.candidate.params)
         values = self._values(parent.evaluation)
+        self._remember(task.key, parent.candidate.params, values)
         if encoded is not None and values is not None and _key(encoded) not in results:
             study.add_trial(create_trial(
                 params=encoded, distributions=enc.distributions(), values=list(values),
@@ -126,6 +162,10 @@ class OptunaMutator(Mutator):
             warnings.simplefilter("ignore", ExperimentalWarning)
             study.set_metric_names(["latency_ms", "max_error_ratio"][: self.objectives])
         study.set_user_attr("seeded", True)
+        transferred = self._transferred(task.key, enc, results, parent.candidate.params)
+        for fast in transferred:
+            study.enqueue_trial(fast, skip_if_exists=True)
+        self.counts["transferred"] += len(transferred)
         if not self.enqueue_known:
             return
         defaults = module_literal(parent.candidate.source, "PARAMS") or {}
@@ -134,6 +174,18 @@ class OptunaMutator(Mutator):
             e = enc.encode(params)
             if e is not None:
                 study.enqueue_trial(e, skip_if_exists=True)
+
+    def _polish(self, study: optuna.Study, enc: Encoding, results: dict[str, _Result], taken: set[str]) -> None:
+        """Queue the first untried grid neighbour of the study's `polish` fastest configs, if any."""
+        if not self.polish:
+            return
+        ranked = sorted((values[0], key) for key, values in results.items() if values is not None)
+        for _, key in ranked[: self.polish]:
+            for n in enc.neighbours(json.loads(key)):
+                if _key(n) not in results and _key(n) not in taken:
+                    study.enqueue_trial(n)
+                    self.counts["polished"] += 1
+                    return
 
     def propose(self, parent: Individual, ctx: MutationContext) -> list[Proposal]:
         started = time.monotonic()
@@ -145,6 +197,7 @@ class OptunaMutator(Mutator):
         self._seed_study(study, enc, parent, ctx.task)
         results = self._refresh(study)
         out: list[Proposal] = []
+        in_flight = self._in_flight.setdefault(name, set())
         batch: set[str] = set()
         for _ in range(self.trials_per_proposal * 8):
             if len(out) == self.trials_per_proposal:
@@ -152,13 +205,15 @@ class OptunaMutator(Mutator):
             trial = study.ask(enc.distributions())
             params = {**parent.candidate.params, **enc.decode(trial.params)}
             key = _key(trial.params)
-            if key in results:  # already tried: tell what it gave, ask again
+            if key in results:  # already tried: tell what it gave, ask a neighbour of the best instead
                 self._tell(study, trial.number, results[key])
                 self.counts["duplicates"] += 1
+                self._polish(study, enc, results, batch | in_flight)
                 continue
-            if key in batch:
+            if key in batch or key in in_flight:  # asked already, not measured yet: told with that one
                 self._waiting.setdefault((name, key), []).append(trial.number)
                 self.counts["duplicates"] += 1
+                self._polish(study, enc, results, batch | in_flight)
                 continue
             batch.add(key)
             child = Candidate(parent.candidate.source, params)
@@ -170,6 +225,7 @@ class OptunaMutator(Mutator):
             ))
         spent = time.monotonic() - started
         self.counts["proposals"] += len(out)
+        in_flight |= batch
         return [replace(p, cost_s=spent / len(out)) for p in out]
 
     def _tell(self, study: optuna.Study, number: int, result: _Result) -> None:
@@ -199,6 +255,9 @@ class OptunaMutator(Mutator):
         study = self._study(name, proposal.candidate.structure)
         result = self._values(evaluation)
         numbers = [int(meta["trial"]), *self._waiting.pop((name, key), [])]
+        self._in_flight.get(name, set()).discard(key)
+        self._remember(name.removeprefix("evo:").removesuffix(f":{proposal.candidate.structure}"),
+                       proposal.candidate.params, result)
         self._label(study, numbers, {"candidate": proposal.candidate.id, "status": evaluation.status.value,
                                      "island": proposal.island})
         if evaluation.ok and result is None:  # correct, but nothing measured: no objective to report
@@ -226,8 +285,11 @@ class OptunaMutator(Mutator):
         return {**self.counts, "sampler": self.sampler.value, "studies": len(self._studies)}
 
     def state(self) -> dict[str, Any]:
-        # Studies live in the storage; only the counters are ours to checkpoint.
-        return {"counts": dict(self.counts)}
+        # Studies live in the storage; the counters and the fastest configs (for `transfer`) are ours.
+        return {"counts": dict(self.counts),
+                "fastest": {task: [[v, p] for v, p in kept] for task, kept in self._fastest.items()}}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.counts.update({k: int(v) for k, v in dict(state.get("counts", {})).items() if k in self.counts})
+        for task, kept in dict(state.get("fastest", {})).items():
+            self._fastest[str(task)] = [(float(v), dict(p)) for v, p in kept]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import optuna
@@ -41,8 +43,9 @@ def seed_of(task: NativeTask) -> Individual:
     return Individual(Proposal(c, "seed"), fake_evaluate(task.key)(c, "full"))
 
 
-def loop(m: OptunaMutator, task: NativeTask, rounds: int, parent: Individual | None = None) -> list:
-    evaluate = fake_evaluate(task.key)
+def loop(m: OptunaMutator, task: NativeTask, rounds: int, parent: Individual | None = None,
+         evaluate: Callable[[Candidate, str], Evaluation] | None = None) -> list:
+    evaluate = evaluate or fake_evaluate(task.key)
     parent = parent or seed_of(task)
     ctx = MutationContext(task=task, rng=random.Random(0), evaluate=evaluate)
     seen = []
@@ -172,3 +175,94 @@ def test_storage_accepts_rdb_urls_and_rejects_others(tmp_path, softmax):
         open_storage("redis://localhost:6379", tmp_path / "j")
     with pytest.raises(ValueError, match="sampler"):
         OptunaConfig(sampler="bohb")
+
+
+def test_grid_neighbours_step_once_along_one_parameter():
+    c = Candidate.from_source(
+        'PARAMS = {"BLOCK": 64, "mode": "a"}\nSPACE = {"BLOCK": [64, 128, 256], "mode": ["a", "b", "c"]}\n')
+    enc = Encoding.of(c)
+    assert enc.neighbours({"BLOCK": 0, "mode": "b"}) == [
+        {"BLOCK": 1, "mode": "b"}, {"BLOCK": 0, "mode": "a"}, {"BLOCK": 0, "mode": "c"}]
+    assert enc.neighbours({"BLOCK": 2, "mode": "a"})[:2] == [{"BLOCK": 1, "mode": "a"}, {"BLOCK": 2, "mode": "b"}]
+
+
+# softmax's SPACE: BLOCK 64..4096 (indices 0..6), num_warps 1..16 (indices 0..4). The fastest point is
+# (4096, 4 warps); (4096, 16 warps) is a local optimum of the grid (both its neighbours are slower) and
+# (4096, 8 warps) is within 2% of it: what a settled TPE sampler saw on layer norm, never asking 4 warps.
+WARPS_COST = {1: 3.0, 2: 2.5, 4: 0.0, 8: 0.51, 16: 0.5}
+BLOCKS = [64, 128, 256, 512, 1024, 2048, 4096]
+
+
+def trap_latency(params: dict) -> float:
+    return 1.0 + (6 - BLOCKS.index(params["BLOCK"])) + WARPS_COST[params["num_warps"]]
+
+
+def trap_evaluate(task: NativeTask):
+    def evaluate(c: Candidate, level: str) -> Evaluation:
+        return Evaluation(c.id, task.key, "fake", Status.OK, level=level, error=0.0,
+                          latency_ms=trap_latency(c.params))
+    return evaluate
+
+
+def settled_run(monkeypatch, tmp_path, softmax, cfg: OptunaConfig, rounds: int, source: str | None = None,
+                m: OptunaMutator | None = None) -> tuple[OptunaMutator, list[dict]]:
+    """A sampler that always asks BLOCK 64 with 1 warp (it has settled), from a parent at (4096, 16)."""
+    def settled(kind: object, seed: int) -> optuna.samplers.BaseSampler:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.samplers.PartialFixedSampler({"BLOCK": 0, "num_warps": 0},
+                                                       optuna.samplers.RandomSampler(seed=seed))
+
+    monkeypatch.setattr("mutators.optuna_tuner.make_sampler", settled)
+    m = m or OptunaMutator(cfg, journal_path=tmp_path / "j.log", seed=0)
+    evaluate = trap_evaluate(softmax)
+    c = Candidate(source or softmax.seed_source or "", {"BLOCK": 4096, "num_warps": 16})
+    parent = Individual(Proposal(c, "seed"), evaluate(c, "full"))
+    return m, [dict(p.candidate.params) for p in loop(m, softmax, rounds, parent, evaluate)]
+
+
+def test_a_settled_sampler_is_answered_by_the_grid_neighbours_of_the_best_few(monkeypatch, tmp_path, softmax):
+    best = {"BLOCK": 4096, "num_warps": 4}
+    _, alone = settled_run(monkeypatch, tmp_path / "off", softmax, OptunaConfig(
+        trials_per_proposal=3, enqueue_known=False, polish=0), rounds=6)
+    assert alone == [{"BLOCK": 64, "num_warps": 1}]  # the sampler's one point, then only repeats
+    _, best_only = settled_run(monkeypatch, tmp_path / "one", softmax, OptunaConfig(
+        trials_per_proposal=3, enqueue_known=False, polish=1), rounds=6)
+    assert best not in best_only  # around the best alone the walk stops at the local optimum (4096, 16)
+    m, asked = settled_run(monkeypatch, tmp_path / "three", softmax, OptunaConfig(
+        trials_per_proposal=3, enqueue_known=False, polish=3), rounds=6)
+    assert best in asked and len(asked) == len({tuple(sorted(p.items())) for p in asked})
+    assert m.stats()["polished"] >= len(asked) - 1
+    # every point it asked, after the sampler's own, is one step from a point measured before it
+    index = {"BLOCK": BLOCKS, "num_warps": sorted(WARPS_COST)}
+    measured = [{"BLOCK": 4096, "num_warps": 16}, asked[0]]
+    for p in asked[1:]:
+        assert any(sum(abs(index[k].index(p[k]) - index[k].index(q[k])) for k in p) == 1 for q in measured), p
+        measured.append(p)
+
+
+def test_a_new_structures_study_starts_from_the_fastest_configs_measured_on_others(monkeypatch, tmp_path, softmax):
+    cfg = OptunaConfig(trials_per_proposal=3, enqueue_known=False, polish=3, transfer=2)
+    m, asked = settled_run(monkeypatch, tmp_path, softmax, cfg, rounds=6)
+    fastest = [p for p in sorted(asked, key=trap_latency) if p != {"BLOCK": 4096, "num_warps": 16}]
+    other = (softmax.seed_source or "").replace("tl.exp(", "tl.exp2(1.4426950408889634 * ")
+    assert other != softmax.seed_source
+    # a resumed mutator (its checkpointed state) transfers too; the parent's own config is not asked again
+    resumed = OptunaMutator(cfg, journal_path=tmp_path / "j.log", seed=0)
+    resumed.load_state(m.state())
+    _, first = settled_run(monkeypatch, tmp_path, softmax, cfg, rounds=1, source=other, m=resumed)
+    assert first[:2] == fastest[:2] and resumed.stats()["transferred"] == 2
+    _, cold = settled_run(monkeypatch, tmp_path / "cold", softmax,
+                          OptunaConfig(trials_per_proposal=3, enqueue_known=False, polish=3, transfer=0),
+                          rounds=1, source=other)
+    assert fastest[0] not in cold
+
+
+def test_a_transferred_config_keeps_the_new_structures_own_params(tmp_path, softmax):
+    m = OptunaMutator(OptunaConfig(transfer=2), journal_path=tmp_path / "j.log", seed=0)
+    m.load_state({"fastest": {softmax.key: [[1.0, {"BLOCK": 4096, "num_warps": 4}],
+                                            [2.0, {"BLOCK": 4096, "num_warps": 3}]]}})  # 3: not in SPACE
+    split = Candidate.from_source('PARAMS = {"BLOCK": 64, "num_warps": 1, "SPLIT": 8}\n'
+                                  'SPACE = {"BLOCK": [64, 4096], "num_warps": [1, 4], "SPLIT": [1, 8, 64]}\n')
+    enc = Encoding.of(split)
+    assert m._transferred(softmax.key, enc, {}, split.params) == [{"BLOCK": 1, "SPLIT": 1, "num_warps": 1}]

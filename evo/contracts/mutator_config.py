@@ -59,7 +59,12 @@ class OptunaConfig(Strict):
     """Optuna tuning of the candidate's SPACE, one study per kernel structure (see
     `mutators.optuna_tuner`). `storage`: an RDB URL (sqlite:///..., postgresql://...) for a
     multi-node cluster; default a journal file ``optuna.journal`` in the run directory, shared by
-    all islands on the host. `nsga2` optimizes latency and worst error/tolerance together."""
+    all islands on the host. `nsga2` optimizes latency and worst error/tolerance together.
+    `polish`: when the sampler asks for a config the study has already measured (it has settled),
+    the untried grid neighbours of the study's `polish` best configs (one step along one parameter)
+    are asked instead; 0 leaves the sampler alone. `transfer`: a new study (a new kernel structure)
+    is first queued the `transfer` fastest configs this mutator measured on the task's other
+    structures, where they lie in its SPACE; 0 starts from PARAMS and the known-good configs only."""
 
     kind: Literal["optuna"] = "optuna"
     name: str | None = None
@@ -68,6 +73,8 @@ class OptunaConfig(Strict):
     trials_per_proposal: int = Field(default=4, ge=1)
     storage: str | None = None
     enqueue_known: bool = True
+    polish: int = Field(default=3, ge=0)
+    transfer: int = Field(default=3, ge=0)
 
 
 LLMMode = Literal["live", "record", "replay"]
