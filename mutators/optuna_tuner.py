@@ -221,7 +221,7 @@ class OptunaMutator(Mutator):
             out.append(Proposal(
                 candidate=child, mutator=self.name, parents=(parent.candidate.id,),
                 note=f"optuna {self.sampler.value} trial {trial.number}: {changed or 'same params'}",
-                meta={"study": name, "trial": trial.number, "key": key},
+                meta={"study": name, "task": ctx.task.key, "trial": trial.number, "key": key},
             ))
         spent = time.monotonic() - started
         self.counts["proposals"] += len(out)
@@ -256,8 +256,7 @@ class OptunaMutator(Mutator):
         result = self._values(evaluation)
         numbers = [int(meta["trial"]), *self._waiting.pop((name, key), [])]
         self._in_flight.get(name, set()).discard(key)
-        self._remember(name.removeprefix("evo:").removesuffix(f":{proposal.candidate.structure}"),
-                       proposal.candidate.params, result)
+        self._remember(str(meta["task"]), proposal.candidate.params, result)
         self._label(study, numbers, {"candidate": proposal.candidate.id, "status": evaluation.status.value,
                                      "island": proposal.island})
         if evaluation.ok and result is None:  # correct, but nothing measured: no objective to report
