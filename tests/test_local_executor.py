@@ -134,12 +134,15 @@ def test_hung_and_crashing_kernels_and_a_hung_evaluator_get_the_same_verdicts_as
     c.start()
     c.advance()
     _, by_note = advance_until_the_faults(c)
-    assert by_note["hang"]["status"] == "timeout"
-    assert by_note["segfault"]["status"] == "unsafe"
+    assert by_note["hang"]["status"] == "timeout", by_note["hang"]
+    assert by_note["segfault"]["status"] == "unsafe", by_note["segfault"]
     assert by_note["actor-hang"]["status"] == "timeout" and "did not answer" in by_note["actor-hang"]["reason"]
-    assert len(by_note["actor-hang"]["incidents"]) == 2
-    assert by_note["faster"]["status"] == "ok"
-    assert len(events(c.store.path, "evaluator_replaced")) == 2
+    assert len(by_note["actor-hang"]["incidents"]) == 2, by_note["actor-hang"]
+    assert by_note["faster"]["status"] == "ok", by_note["faster"]
+    # the hung evaluator was replaced twice (a machine loaded enough to slow the hung kernel past the
+    # evaluators' timeout may replace more, on the hung kernel's account: its verdict is still a timeout)
+    replaced = events(c.store.path, "evaluator_replaced")
+    assert sum(by_note["actor-hang"]["candidate_id"] in e["why"] for e in replaced) == 2, replaced
     assert "replaced by" in out.getvalue()
 
 

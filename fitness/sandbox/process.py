@@ -9,6 +9,12 @@ Every request carries a fresh random nonce that its reply must echo, a reply mus
 shape, and each reply is followed by a ping round trip whose answer must come next: a frame the
 candidate wrote to the channel itself (malformed, out of turn, or a copy of a reply) ends the worker
 and is a ``crash``, never an answer.
+
+A `Worker` is used by one thread at a time (a lock), except `close`, which may come from another thread
+while a request is in flight (the local executor closes a hung evaluator from outside): it ends the
+worker process, waits for the request to see it die, and only then closes the channel, so a channel's
+descriptor is never closed under a reader (and reused by another worker's pipe); a closed worker never
+starts again.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -156,12 +163,20 @@ class Worker:
         self._nonce = ""
         self._cpu_at_submit: float | None = None
         self.cpu_budget = self.device == "cpu"  # timeouts in CPU seconds (`_await_answer`): the interpreter's work
+        self._lock = threading.RLock()  # held by a request, a start, a kill: the process and its channel
+        self._closed = False
 
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
     def start(self) -> None:
+        with self._lock:
+            self._start()
+
+    def _start(self) -> None:
+        if self._closed:
+            raise WorkerDied("the worker was closed (its evaluator was shut down)")
         if self.proc is not None:
             return
         os.makedirs(self._home, mode=0o700, exist_ok=True)
@@ -214,12 +229,17 @@ class Worker:
 
     def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send one request; WorkerTimeout or WorkerDied leave no worker behind."""
-        self.submit(message)
-        return self.collect(timeout)
+        with self._lock:
+            self.submit(message)
+            return self.collect(timeout)
 
     def submit(self, message: dict[str, Any]) -> None:
         """Send a request without waiting for the answer (collect it with `collect`)."""
-        self.start()
+        with self._lock:
+            self._submit(message)
+
+    def _submit(self, message: dict[str, Any]) -> None:
+        self._start()
         if not self.ready:
             self._await_ready()
         self._nonce = secrets.token_hex(16)
@@ -233,13 +253,14 @@ class Worker:
 
     def collect(self, timeout: float) -> dict[str, Any]:
         """The answer to the request sent last, confirmed by a ping round trip (unless it was fatal)."""
-        reply = self._receive(timeout)
-        if reply.get("fatal"):
-            self.kill()
+        with self._lock:
+            reply = self._receive(timeout)
+            if reply.get("fatal"):
+                self.kill()
+                return reply
+            self._submit({"op": "ping"})
+            self._receive(min(timeout, 60.0))
             return reply
-        self.submit({"op": "ping"})
-        self._receive(min(timeout, 60.0))
-        return reply
 
     def _await_answer(self, timeout: float) -> float:
         """Wait until the worker starts answering; the wall seconds left to read the answer in. A timeout kills
@@ -321,6 +342,10 @@ class Worker:
         return data.decode(errors="replace").strip().replace("\n", " | ")
 
     def kill(self) -> None:
+        with self._lock:
+            self._kill()
+
+    def _kill(self) -> None:
         if self.proc is not None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -341,20 +366,40 @@ class Worker:
         self.ready = False
 
     def restart(self) -> None:
-        """Replace the worker process (its state may be damaged); the new one starts importing now."""
-        self.kill()
-        self.start()
+        """Replace the worker process (its state may be damaged); the new one starts importing now. A closed
+        worker is only ended."""
+        with self._lock:
+            self._kill()
+            if not self._closed:
+                self._start()
 
     def close(self) -> None:
-        if self.proc is not None and self.ready:
-            try:
-                protocol.send(self._fds[0], {"op": "exit"})
-                self.proc.wait(timeout=5)
-            except Exception:
-                pass
-        self.kill()
+        """End the worker for good, from any thread. A request in flight in another thread is ended by
+        killing the process (that thread sees a dead worker); the channel is closed only after it let go."""
+        self._closed = True
+        while not self._lock.acquire(timeout=0.5):
+            self._signal_kill()
+        try:
+            if self.proc is not None and self.ready:
+                try:
+                    protocol.send(self._fds[0], {"op": "exit"})
+                    self.proc.wait(timeout=5)
+                except Exception:
+                    pass
+            self._kill()
+        finally:
+            self._lock.release()
         for path in (self._home, self._logs):  # rmtree does not follow links the worker may have left
             shutil.rmtree(path, ignore_errors=True)
+
+    def _signal_kill(self) -> None:
+        """SIGKILL to the worker's process group without the lock (its owner is blocked on the channel)."""
+        proc = self.proc
+        if proc is not None and proc.returncode is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def __del__(self) -> None:
         try:

@@ -1,0 +1,96 @@
+"""`Worker.close` from another thread while a request is in flight (the local executor closes a hung
+evaluator from outside its thread): the request sees a dead worker, the closed worker never starts again,
+and its channel is not closed under the reader, so no other worker's pipe (which may get the same
+descriptor numbers) is read or closed by the stale thread."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from fitness.sandbox.process import Worker, WorkerDied
+
+ANSWERS_AFTER = r"""
+import sys, time
+from fitness.sandbox import protocol
+fd_in, fd_out = int(sys.argv[1]), int(sys.argv[2])
+protocol.send(fd_out, {"op": "ready"})
+while True:
+    msg = protocol.receive(fd_in)
+    if msg.get("op") == "exit":
+        break
+    time.sleep(float(msg.get("wall_s", 0.0)))
+    protocol.send(fd_out, {"seq": msg["seq"], "ok": True})
+"""
+
+
+class StandInWorker(Worker):
+    """A `Worker` whose process answers each request after its `wall_s` seconds."""
+
+    def _command(self, fd_in: int, fd_out: int) -> list[str]:
+        return [sys.executable, "-c", ANSWERS_AFTER, str(fd_in), str(fd_out)]
+
+
+def stand_in() -> StandInWorker:
+    w = StandInWorker(device="cuda", memory_mb=1024, isolation=False)  # wall-second timeouts
+    w.request({"op": "warm"}, 60.0)
+    return w
+
+
+def test_closing_a_worker_under_a_hung_request_ends_it_and_it_never_starts_again():
+    w = stand_in()
+    starts = w.starts
+    seen: list[str] = []
+    entered = threading.Event()
+
+    def stale_owner() -> None:
+        """Like an evaluator whose actor was killed: on a dead worker it restarts it and tries again."""
+        for _ in range(3):
+            try:
+                entered.set()
+                w.request({"op": "work", "wall_s": 3600}, 3000.0)
+                seen.append("answered")
+            except WorkerDied as e:
+                seen.append(str(e))
+                w.restart()
+
+    owner = threading.Thread(target=stale_owner, daemon=True)
+    owner.start()
+    entered.wait(30)
+    others: list[StandInWorker] = []
+
+    def open_workers() -> None:  # new pipes while the closed worker's descriptors are released
+        for _ in range(6):
+            o = StandInWorker(device="cuda", memory_mb=1024, isolation=False)
+            o.start()
+            others.append(o)
+
+    opener = threading.Thread(target=open_workers)
+    opener.start()
+    w.close()
+    opener.join(120)
+    owner.join(120)
+    assert not owner.is_alive(), "the request in flight did not end when its worker was closed"
+    assert len(seen) == 3 and "killed by signal SIGKILL" in seen[0], seen
+    assert all("was closed" in s for s in seen[1:]), seen
+    assert w.starts == starts and w.proc is None  # restart() after close() started nothing
+    try:
+        for o in others:
+            assert o.request({"op": "ping"}, 60.0)["ok"]
+    finally:
+        for o in others:
+            o.close()
+
+
+def test_closing_an_idle_worker_ends_it_politely_and_a_later_request_says_it_was_closed():
+    w = stand_in()
+    proc = w.proc
+    assert proc is not None
+    w.close()
+    assert proc.returncode == 0  # it was asked to exit, not killed
+    try:
+        w.request({"op": "ping"}, 10.0)
+    except WorkerDied as e:
+        assert "was closed" in str(e)
+    else:
+        raise AssertionError("a closed worker answered")
