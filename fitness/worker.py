@@ -134,9 +134,30 @@ def main() -> None:
             return
         else:
             reply = {"ok": False, "kind": "crash", "message": f"unknown op {op!r}"}
-        protocol.send(args.fd_out, {**reply, "seq": msg.get("seq")})
+        reply = _send_reply(args.fd_out, reply, msg)
         if reply.get("fatal"):
             os._exit(3)  # the CUDA context or the heap may be gone: let the driver start afresh
+
+
+def _send_reply(fd: int, reply: dict[str, Any], msg: dict[str, Any]) -> dict[str, Any]:
+    """Send `reply` to `msg`; the reply sent. A bench-size run's reply (its buffers) is packed with the
+    address space its run had (`roomy_address_space`); one that still does not fit is answered with a
+    fatal ``crash`` that says so, not by the worker dying with a MemoryError."""
+    from fitness.sandbox.limits import roomy_address_space
+
+    roomy = msg.get("op") == "run" and bool(msg.get("bench"))
+    try:
+        with roomy_address_space() if roomy else nullcontext():
+            protocol.send(fd, {**reply, "seq": msg.get("seq")})
+        return reply
+    except MemoryError:
+        size = sum(len(b) for key in ("inputs", "outputs") for b in reply.get(key) or [])
+        failure = {"ok": False, "kind": "crash", "fatal": True,
+                   "message": f"the worker ran out of memory packing its reply ({size / 2**20:.0f} MB of buffers); "
+                              f"raise evaluation.profile_memory_mb or bench at smaller sizes"}
+        reply.clear()  # let the buffers go before the short answer is packed
+        protocol.send(fd, {**failure, "seq": msg.get("seq")})
+        return failure
 
 
 if __name__ == "__main__":

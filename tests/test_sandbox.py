@@ -155,16 +155,17 @@ def test_garbage_on_the_protocol_descriptor_is_a_crash(unlinted):
 
 def test_a_forged_ok_reply_with_the_stolen_nonce_is_a_crash(unlinted):
     # the candidate finds the request (and its nonce) in the worker's frames and writes a complete "ok" reply
-    # itself (torch would be stopped by the guard, so its outputs are made up): the genuine reply then arrives
-    # where the ping's answer must be
+    # itself (torch would be stopped by the guard, and the request's input bytes are let go before the launch,
+    # so its storages are made up): the genuine reply then arrives where the ping's answer must be
     forge = '''
 frame = sys._getframe()
 while frame is not None and not {"msg", "args"} <= set(frame.f_locals):
     frame = frame.f_back
 msg = frame.f_locals["msg"]
 fd = frame.f_locals["args"].fd_out
-payload = msgpack.packb({"ok": True, "seconds": 0.0, "inputs": [s["data"] for s in msg["inputs"]],
-                         "outputs": [bytes(len(s["data"]) + 4096) for s in msg["inputs"]], "seq": msg["seq"]})
+assert all("data" not in s for s in msg["inputs"])
+made_up = [bytes(4096) for s in msg["inputs"]]
+payload = msgpack.packb({"ok": True, "seconds": 0.0, "inputs": made_up, "outputs": made_up, "seq": msg["seq"]})
 os.write(fd, len(payload).to_bytes(8, "little") + payload)
 '''
     result = unlinted.evaluate(attack(forge))

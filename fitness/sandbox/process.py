@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -112,6 +113,11 @@ def _validate(reply: dict[str, Any], nonce: str) -> str:
     if not isinstance(reply.get("fatal", False), bool):
         return "a malformed fatal flag"
     return ""
+
+
+LOG_WINDOW = 1 << 16  # how much of the end of a worker's log `log_tail` reads
+# nanobind's report of leaked objects when a process with Triton's bindings exits abnormally
+_EXIT_NOISE = re.compile(r"^(nanobind: |\s*- leaked |\s*- \.\.\. skipped remainder|See https://nanobind)")
 
 
 class WorkerDied(Exception):
@@ -327,19 +333,22 @@ class Worker:
         return f"worker {what}" + (f"; last output: {tail}" if tail else "")
 
     def log_tail(self, n: int = 600) -> str:
+        """The last `n` characters of the worker's output, without the report of leaked objects that
+        Triton's bindings print at exit (it would push the error that ended the worker out of view)."""
         try:
             fd = os.open(self._log_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return ""
         try:
             size = os.fstat(fd).st_size
-            os.lseek(fd, max(0, size - n), os.SEEK_SET)
-            data = os.read(fd, n)
+            os.lseek(fd, max(0, size - LOG_WINDOW), os.SEEK_SET)
+            data = os.read(fd, LOG_WINDOW)
         except OSError:
             return ""
         finally:
             os.close(fd)
-        return data.decode(errors="replace").strip().replace("\n", " | ")
+        lines = [line for line in data.decode(errors="replace").splitlines() if not _EXIT_NOISE.match(line)]
+        return " | ".join(line.rstrip() for line in lines if line.strip())[-n:]
 
     def kill(self) -> None:
         with self._lock:

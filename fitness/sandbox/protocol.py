@@ -32,8 +32,14 @@ class ChannelTimeout(TimeoutError):
 
 
 def send(fd: int, message: dict[str, Any]) -> None:
+    """One frame. The message is packed once (bench-size buffers are hundreds of MB: the header is
+    written apart rather than joined to a copy of the payload); nothing is written if packing fails."""
     payload = msgpack.packb(message, use_bin_type=True)
-    data = memoryview(_HEADER.pack(len(payload)) + payload)
+    _write_all(fd, memoryview(_HEADER.pack(len(payload))))
+    _write_all(fd, memoryview(payload))
+
+
+def _write_all(fd: int, data: memoryview) -> None:
     while data:
         n = os.write(fd, data)
         data = data[n:]
@@ -45,10 +51,13 @@ def readable(fd: int, timeout: float) -> bool:
     return bool(ready)
 
 
-def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
-    chunks: list[bytes] = []
-    remaining = n
-    while remaining:
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytearray:
+    """`n` bytes read into one buffer (not chunks joined into a second copy: frames of bench-size buffers
+    are hundreds of MB, and the worker's address space is capped)."""
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -56,12 +65,12 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
             ready, _, _ = select.select([fd], [], [], left)
             if not ready:
                 raise ChannelTimeout()
-        chunk = os.read(fd, min(remaining, 1 << 20))
-        if not chunk:
+        k = os.readv(fd, [view[got : got + (1 << 20)]])
+        if not k:
             raise ChannelClosed()
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+        got += k
+    view.release()
+    return buf
 
 
 def receive(fd: int, timeout: float | None = None) -> dict[str, Any]:
