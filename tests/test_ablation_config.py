@@ -152,16 +152,15 @@ def test_the_example_search_ablations_run_their_example_task(example: str):
 @pytest.mark.parametrize("task", SEARCH_ABLATIONS)
 def test_the_shipped_search_ablations_set_their_task_in_every_variant(task):
     ab = load_ablation(ROOT / "configs" / "ablation_search" / f"{task}.yaml")
-    standin = task != "vector_add"  # an elementwise add: nothing for an LLM to restructure
-    names = ["evolution", "random-search"] + (["evolution-llm-standin"] if standin else [])
+    names = ["evolution", "random-search", "evolution-llm-standin"]
     assert {name: cfg.task.name for name, cfg in ab.variants.items()} == dict.fromkeys(names, task)
-    if standin:  # the stand-in LLM's answers for this task replayed, beside the same STOKE and Optuna
-        llm = ab.variants["evolution-llm-standin"]
-        assert sorted(m.kind for m in llm.mutators) == ["llm", "optuna", "stoke"]
-        (m,) = [m for m in llm.mutators if m.kind == "llm"]
-        assert (m.mode, m.replay_match, m.model) == ("replay", "kernel", f"standin-{task}")
-        assert m.record_path and Path(m.record_path).name == f"{task}_standin.jsonl"
-        assert Path(m.record_path).is_file()
+    # the stand-in LLM's answers for this task replayed, beside the same STOKE and Optuna
+    llm = ab.variants["evolution-llm-standin"]
+    assert sorted(m.kind for m in llm.mutators) == ["llm", "optuna", "stoke"]
+    (m,) = [m for m in llm.mutators if m.kind == "llm"]
+    assert (m.mode, m.replay_match, m.model) == ("replay", "kernel", f"standin-{task}")
+    assert m.record_path and Path(m.record_path).name == f"{task}_standin.jsonl"
+    assert Path(m.record_path).is_file()
     assert sorted(m.kind for m in ab.variants["evolution"].mutators) == ["optuna", "stoke"]
     assert [(m.kind, m.order) for m in ab.variants["random-search"].mutators  # type: ignore[union-attr]
             ] == [("sweep", "random")]

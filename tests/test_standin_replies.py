@@ -19,6 +19,7 @@ from bench.standin_replies import layernorm as ln
 from bench.standin_replies import matmul as mm
 from bench.standin_replies import mla_decode as mla
 from bench.standin_replies import reduction as red
+from bench.standin_replies import vector_add as va
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
@@ -94,12 +95,22 @@ OUTCOMES = {
         "K_UNMASKED": (Status.UNSAFE, "loads address"),
         "GROUP_COUNT": (Status.OK, ""),
     },
+    # the control task: every correct answer restructures a memory-bound add (none can beat the sweep);
+    # a float32 add done in half precision loses bits beyond the tolerance, an unmasked tail leaves the
+    # tensors at the check sizes that are not a multiple of the block
+    "vector_add": {
+        "GRID_STRIDE": (Status.OK, ""),
+        "UNROLLED": (Status.OK, ""),
+        "WIDE_BLOCKS": (Status.OK, ""),
+        "HALF_PRECISION": (Status.WRONG_OUTPUT, "outside tolerance"),
+        "UNMASKED": (Status.UNSAFE, "address"),
+    },
 }
 UNUSABLE = {"NO_CODE": "neither", "WRONG_EDIT": "does not match"}
 MODULES = {"layernorm": ln, "attention": at, "mla_decode": mla, "attention_causal": atc,
-           "reduction": red, "matmul": mm}
+           "reduction": red, "matmul": mm, "vector_add": va}
 DTYPES = {"layernorm": "float32", "attention": "float16", "mla_decode": "float16", "attention_causal": "float16",
-          "reduction": "float32", "matmul": "float16"}
+          "reduction": "float32", "matmul": "float16", "vector_add": "float32"}
 CASES = [(task, name) for task, outcomes in OUTCOMES.items() for name in sorted(outcomes)]
 
 

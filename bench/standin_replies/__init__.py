@@ -1,7 +1,16 @@
 """Hand-written STAND-IN answers per library task, which `bench/record_standin_llm.py` serves from the
 fake OpenAI-compatible server and records; the ablations replay the records. Not a language model's."""
 
-from bench.standin_replies import attention, attention_causal, layernorm, matmul, mla_decode, reduction, softmax
+from bench.standin_replies import (
+    attention,
+    attention_causal,
+    layernorm,
+    matmul,
+    mla_decode,
+    reduction,
+    softmax,
+    vector_add,
+)
 
 REPLIES_BY_TASK: dict[str, tuple[tuple[int, str], ...]] = {
     "softmax": softmax.REPLIES,
@@ -11,4 +20,5 @@ REPLIES_BY_TASK: dict[str, tuple[tuple[int, str], ...]] = {
     "matmul": matmul.REPLIES,
     "mla_decode": mla_decode.REPLIES,
     "reduction": reduction.REPLIES,
+    "vector_add": vector_add.REPLIES,
 }
