@@ -5,34 +5,15 @@ descriptor numbers) is read or closed by the stale thread."""
 
 from __future__ import annotations
 
-import sys
 import threading
 
-from fitness.sandbox.process import Worker, WorkerDied
+from fitness.sandbox.process import WorkerDied
 
-ANSWERS_AFTER = r"""
-import sys, time
-from fitness.sandbox import protocol
-fd_in, fd_out = int(sys.argv[1]), int(sys.argv[2])
-protocol.send(fd_out, {"op": "ready"})
-while True:
-    msg = protocol.receive(fd_in)
-    if msg.get("op") == "exit":
-        break
-    time.sleep(float(msg.get("wall_s", 0.0)))
-    protocol.send(fd_out, {"seq": msg["seq"], "ok": True})
-"""
+from .standin_worker import SlowWorker
 
 
-class StandInWorker(Worker):
-    """A `Worker` whose process answers each request after its `wall_s` seconds."""
-
-    def _command(self, fd_in: int, fd_out: int) -> list[str]:
-        return [sys.executable, "-c", ANSWERS_AFTER, str(fd_in), str(fd_out)]
-
-
-def stand_in() -> StandInWorker:
-    w = StandInWorker(device="cuda", memory_mb=1024, isolation=False)  # wall-second timeouts
+def stand_in() -> SlowWorker:
+    w = SlowWorker(device="cuda", memory_mb=1024, isolation=False)  # wall-second timeouts
     w.request({"op": "warm"}, 60.0)
     return w
 
@@ -57,11 +38,11 @@ def test_closing_a_worker_under_a_hung_request_ends_it_and_it_never_starts_again
     owner = threading.Thread(target=stale_owner, daemon=True)
     owner.start()
     entered.wait(30)
-    others: list[StandInWorker] = []
+    others: list[SlowWorker] = []
 
     def open_workers() -> None:  # new pipes while the closed worker's descriptors are released
         for _ in range(6):
-            o = StandInWorker(device="cuda", memory_mb=1024, isolation=False)
+            o = SlowWorker(device="cuda", memory_mb=1024, isolation=False)
             o.start()
             others.append(o)
 

@@ -8,7 +8,6 @@ of a CPU it got is a stand-in clock (`busy_machine`), so the tests do not depend
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
@@ -17,25 +16,7 @@ import pytest
 from fitness.sandbox import process
 from fitness.sandbox.process import Worker, WorkerTimeout
 
-BURNER = r"""
-import sys, time
-from fitness.sandbox import protocol
-fd_in, fd_out = int(sys.argv[1]), int(sys.argv[2])
-protocol.send(fd_out, {"op": "ready"})
-while True:
-    msg = protocol.receive(fd_in)
-    if msg.get("op") == "exit":
-        break
-    time.sleep(float(msg.get("wall_s", 0.0)))
-    protocol.send(fd_out, {"seq": msg["seq"], "ok": True})
-"""
-
-
-class SlowWorker(Worker):
-    """A `Worker` (started as any worker is) whose process answers each request after `wall_s` seconds."""
-
-    def _command(self, fd_in: int, fd_out: int) -> list[str]:
-        return [sys.executable, "-c", BURNER, str(fd_in), str(fd_out)]
+from .standin_worker import SlowWorker
 
 
 def busy_machine(monkeypatch: pytest.MonkeyPatch, share: float) -> None:
