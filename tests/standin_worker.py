@@ -26,3 +26,10 @@ class SlowWorker(Worker):
 
     def _command(self, fd_in: int, fd_out: int) -> list[str]:
         return [sys.executable, "-c", ANSWERS_AFTER, str(fd_in), str(fd_out)]
+
+
+def ready_worker(device: str) -> SlowWorker:
+    """A `SlowWorker` for `device`, started and ready before anything is timed."""
+    w = SlowWorker(device=device, memory_mb=1024, isolation=False)
+    w.request({"op": "warm"}, 60.0)
+    return w

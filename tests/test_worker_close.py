@@ -7,19 +7,15 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from fitness.sandbox.process import WorkerDied
 
-from .standin_worker import SlowWorker
-
-
-def stand_in() -> SlowWorker:
-    w = SlowWorker(device="cuda", memory_mb=1024, isolation=False)  # wall-second timeouts
-    w.request({"op": "warm"}, 60.0)
-    return w
+from .standin_worker import SlowWorker, ready_worker
 
 
 def test_closing_a_worker_under_a_hung_request_ends_it_and_it_never_starts_again():
-    w = stand_in()
+    w = ready_worker("cuda")  # wall-second timeouts
     starts = w.starts
     seen: list[str] = []
     entered = threading.Event()
@@ -64,14 +60,10 @@ def test_closing_a_worker_under_a_hung_request_ends_it_and_it_never_starts_again
 
 
 def test_closing_an_idle_worker_ends_it_politely_and_a_later_request_says_it_was_closed():
-    w = stand_in()
+    w = ready_worker("cuda")  # wall-second timeouts
     proc = w.proc
     assert proc is not None
     w.close()
     assert proc.returncode == 0  # it was asked to exit, not killed
-    try:
+    with pytest.raises(WorkerDied, match="was closed"):
         w.request({"op": "ping"}, 10.0)
-    except WorkerDied as e:
-        assert "was closed" in str(e)
-    else:
-        raise AssertionError("a closed worker answered")

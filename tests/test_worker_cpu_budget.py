@@ -16,19 +16,13 @@ import pytest
 from fitness.sandbox import process
 from fitness.sandbox.process import Worker, WorkerTimeout
 
-from .standin_worker import SlowWorker
+from .standin_worker import ready_worker
 
 
 def busy_machine(monkeypatch: pytest.MonkeyPatch, share: float) -> None:
     """The worker's CPU clock as on a machine that gives it `share` of a CPU (whatever this one's load)."""
     t0 = time.monotonic()
     monkeypatch.setattr(process, "cpu_seconds", lambda pid: share * (time.monotonic() - t0))
-
-
-def worker(device: str) -> SlowWorker:
-    w = SlowWorker(device=device, memory_mb=1024, isolation=False)
-    w.request({"op": "warm"}, 60.0)  # started and ready before anything is timed
-    return w
 
 
 def timed_request(w: Worker, wall_s: float, timeout: float) -> tuple[float, dict[str, Any] | WorkerTimeout]:
@@ -42,7 +36,7 @@ def timed_request(w: Worker, wall_s: float, timeout: float) -> tuple[float, dict
 
 def test_a_worker_slowed_by_other_work_gets_its_cpu_seconds(monkeypatch):
     # 1.2 CPU seconds of work at half a CPU: 2.4 s of wall time, past the 1.6 s timeout, and still its answer
-    w = worker("cpu")
+    w = ready_worker("cpu")
     try:
         busy_machine(monkeypatch, 0.5)
         waited, out = timed_request(w, 2.4, 1.6)
@@ -54,7 +48,7 @@ def test_a_worker_slowed_by_other_work_gets_its_cpu_seconds(monkeypatch):
 
 def test_a_worker_that_spends_its_cpu_seconds_times_out_as_its_own(monkeypatch):
     # at 40% of a CPU the 1 s timeout is spent after about 2.4 s of wall time: a timeout, the candidate's own
-    w = worker("cpu")
+    w = ready_worker("cpu")
     busy_machine(monkeypatch, 0.4)
     waited, out = timed_request(w, 30.0, 1.0)
     assert isinstance(out, WorkerTimeout) and not out.stalled and "on a CPU" in str(out), out
@@ -64,7 +58,7 @@ def test_a_worker_that_spends_its_cpu_seconds_times_out_as_its_own(monkeypatch):
 
 
 def test_a_worker_with_almost_no_cpu_is_stalled(monkeypatch):
-    w = worker("cpu")
+    w = ready_worker("cpu")
     busy_machine(monkeypatch, 0.05)
     waited, out = timed_request(w, 30.0, 1.0)
     assert isinstance(out, WorkerTimeout) and out.stalled and "stalled or overloaded machine" in str(out), out
@@ -73,7 +67,7 @@ def test_a_worker_with_almost_no_cpu_is_stalled(monkeypatch):
 
 
 def test_on_a_gpu_the_timeout_is_wall_seconds(monkeypatch):
-    w = worker("cuda")
+    w = ready_worker("cuda")
     assert not w.cpu_budget
     busy_machine(monkeypatch, 0.5)
     waited, out = timed_request(w, 2.4, 1.6)
@@ -84,7 +78,7 @@ def test_on_a_gpu_the_timeout_is_wall_seconds(monkeypatch):
 
 def test_a_real_worker_process_is_measured_on_its_own_cpu_clock():
     # no stand-in clock: an idle worker (sleeping, as one blocked on the machine would be) is stalled
-    w = worker("cpu")
+    w = ready_worker("cpu")
     _, out = timed_request(w, 30.0, 1.0)
     assert isinstance(out, WorkerTimeout) and out.stalled, out
     w.close()
