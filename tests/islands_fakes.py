@@ -199,6 +199,21 @@ class ActorHangEvaluator(FakeLatencyEvaluator):
         return super().evaluate(candidate, level=level)
 
 
+class StallingEvaluator(FakeLatencyEvaluator):
+    """Like `FakeLatencyEvaluator`, but every evaluation first waits two minutes: a generation that is
+    in progress stays in progress."""
+
+    def evaluate(self, candidate: Candidate, *, level: str = "full") -> Evaluation:
+        import time
+
+        time.sleep(120)
+        return super().evaluate(candidate, level=level)
+
+
+def stalling_evaluator_factory(task: Task, settings: EvaluationConfig, device: str) -> StallingEvaluator:
+    return StallingEvaluator(task, settings, device)
+
+
 def fault_evaluator_factory(task: Task, settings: EvaluationConfig, device: str) -> ActorHangEvaluator:
     return ActorHangEvaluator(task, settings, device)
 

@@ -20,6 +20,7 @@ import json
 import queue
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -38,6 +39,7 @@ from evo.contracts.history import write_atomic
 from evo.contracts.mutator_config import LLMConfig
 
 STATE_FILE = "ablation.json"
+QUIT_WAIT_S = 30.0  # how long a quit waits for the runs to write that they were interrupted
 
 
 class RunStatus(str, Enum):
@@ -206,6 +208,8 @@ class AblationRunner:
         self.campaigns: dict[str, Any] = {}
         self.lock = threading.Lock()
         self.stopping = False
+        self.quitting = False
+        self.threads: list[threading.Thread] = []
 
     def say(self, text: str) -> None:
         print(f"evo ablate: {text}", file=self.stream, flush=True)
@@ -215,6 +219,23 @@ class AblationRunner:
             self.stopping = True
             for c in self.campaigns.values():
                 c.request_stop()
+
+    def quit(self) -> None:
+        """Stop every run now (a second Ctrl-C): each drops its generation in progress and ends
+        "interrupted"; waits a little for them to say so."""
+        with self.lock:
+            self.stopping = self.quitting = True
+            for c in self.campaigns.values():
+                c.abandon()
+        deadline = time.monotonic() + QUIT_WAIT_S
+        for t in self.threads:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        while True:  # what the runs said while ending
+            try:
+                self._apply(*self.events.get_nowait())
+            except queue.Empty:
+                break
+        self.state.save()
 
     def todo(self) -> list[RunSpec]:
         return [s for s in self.selected if self.state.runs[s.key].status is not RunStatus.FINISHED]
@@ -259,17 +280,21 @@ class AblationRunner:
             if self.stopping and pending and not active:
                 break
             kind, key, payload = self._next_event()
-            entry = self.state.runs[key]
-            if kind == "dir":
-                entry.run_dir, entry.status, entry.started = str(payload), RunStatus.RUNNING, _now()
-            else:
+            if kind == "end":
                 need = active.pop(key)
                 free["CPU"] += need.cpus
                 free["GPU"] += need.gpus
-                status, error = payload
-                entry.status, entry.error, entry.ended = RunStatus(status), error, _now()  # campaign statuses
-                self.say(f"{key}: {status}" + (f" ({error})" if error else "") + f"; {self._tally()}")
+            self._apply(kind, key, payload)
             self.state.save()
+
+    def _apply(self, kind: str, key: str, payload: Any) -> None:
+        entry = self.state.runs[key]
+        if kind == "dir":
+            entry.run_dir, entry.status, entry.started = str(payload), RunStatus.RUNNING, _now()
+        else:
+            status, error = payload
+            entry.status, entry.error, entry.ended = RunStatus(status), error, _now()  # campaign statuses
+            self.say(f"{key}: {status}" + (f" ({error})" if error else "") + f"; {self._tally()}")
 
     def _next_event(self) -> tuple[str, str, Any]:
         while True:  # a timeout keeps the main thread responsive to Ctrl-C
@@ -278,8 +303,10 @@ class AblationRunner:
             except queue.Empty:
                 continue
             except KeyboardInterrupt:
-                if self.stopping:
-                    raise  # the second Ctrl-C: quit at once (the runs resume next time)
+                if self.stopping:  # the second Ctrl-C: quit at once (the runs resume next time)
+                    self.say("quitting: every run drops the generation in progress")
+                    self.quit()
+                    raise
                 self.say("stopping every run after its current generation (Ctrl-C again to quit at once); "
                          "run the same command again to continue")
                 self.stop()
@@ -293,8 +320,10 @@ class AblationRunner:
     def _start(self, spec: RunSpec) -> None:
         entry = self.state.runs[spec.key]
         self.say(f"{spec.key}: {'resuming ' + entry.run_dir if entry.run_dir else 'starting'}")
-        threading.Thread(target=self._execute, args=(spec, entry.run_dir), name=f"ablate-{spec.key}",
-                         daemon=True).start()
+        thread = threading.Thread(target=self._execute, args=(spec, entry.run_dir), name=f"ablate-{spec.key}",
+                                  daemon=True)
+        self.threads.append(thread)
+        thread.start()
 
     def _existing(self, spec: RunSpec, run_dir: str) -> str:
         """The run's directory: the recorded one, else one made for it by a run killed before it was recorded."""
@@ -325,7 +354,9 @@ class AblationRunner:
             campaign = Campaign(prepared, self.hooks, RunLog(spec.key, self.stream))
             with self.lock:
                 self.campaigns[spec.key] = campaign
-                if self.stopping:
+                if self.quitting:
+                    campaign.abandon()
+                elif self.stopping:
                     campaign.request_stop()
             summary = campaign.run()
             status = summary.get("status", "failed")

@@ -11,6 +11,7 @@ that dies is replaced by the broker. A killed driver resumes with `evo run --res
 
 from __future__ import annotations
 
+import contextlib
 import random
 import secrets
 import time
@@ -68,8 +69,11 @@ def busy_words(busy: dict[str, Any]) -> str:
 
 
 def _last_line(e: BaseException) -> str:
+    """The error's last line; a built-in exception keeps its type (a KeyError's message alone is a key)."""
     lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else type(e).__name__
+    if not lines:
+        return type(e).__name__
+    return f"{type(e).__name__}: {lines[-1]}" if type(e).__module__ == "builtins" else lines[-1]
 
 
 class Campaign:
@@ -100,6 +104,7 @@ class Campaign:
         self.device = ""
         self.status, self.reason = "running", ""
         self.stop_requested = False
+        self.abandoned = False  # quit at once (abandon()): the generation in progress is dropped
         self.summary: dict[str, Any] = {}
         self.sandbox = ""  # the evaluation workers' OS isolation, as they reported it
         self.t0 = time.monotonic()
@@ -186,6 +191,8 @@ class Campaign:
             try:
                 report: GenerationReport = self.rt.get(ref)
             except Exception as e:
+                if self.abandoned:
+                    raise KeyboardInterrupt from None  # its actors were killed on purpose: restore nothing
                 if self.rt.died(e):
                     restores[i] += 1
                     if restores[i] > MAX_RESTORES_PER_ROUND:
@@ -317,8 +324,13 @@ class Campaign:
 
     def run(self) -> dict[str, Any]:
         """Start, advance until a budget is reached, finish; returns the summary."""
+        if self.abandoned:  # quit before it started: nothing to write (its run directory stays as it was)
+            self.status, self.reason = "interrupted", "quit before it started; continue with --resume"
+            return {"status": self.status, "stop_reason": self.reason}
         try:
             self.start()
+            if self.abandoned:
+                raise KeyboardInterrupt  # abandoned while starting
             if not all(self.initialized):
                 self.advance()
             while (reason := self.stop_reason()) is None:
@@ -326,17 +338,33 @@ class Campaign:
                     raise KeyboardInterrupt
                 self.advance()
             self.finish("finished", reason)
-        except KeyboardInterrupt:
-            self.finish("interrupted", "interrupted; continue with --resume")
         except BaseException as e:
-            self.finish("failed", _last_line(e))
-            raise
+            if self.abandoned:  # whatever the killed actors made of the generation in progress
+                self.finish("interrupted", f"quit during generation {self.generation}; continue with --resume "
+                            "(from the last checkpoint)")
+            elif isinstance(e, KeyboardInterrupt):
+                self.finish("interrupted", "interrupted; continue with --resume")
+            else:
+                self.finish("failed", _last_line(e))
+                raise
         return self.summary
 
     def request_stop(self) -> None:
         """Stop after the generation in progress, as an interrupt does (from another thread; the run
         continues with --resume)."""
         self.stop_requested = True
+
+    def abandon(self) -> None:
+        """Quit now, as a second Ctrl-C does (from another thread): the run's actors are killed, so the
+        generation in progress is dropped and `run()` ends "interrupted"; the run resumes from its last
+        checkpoint, and evaluations already written are not done again."""
+        self.stop_requested = self.abandoned = True
+        if self.session is None:
+            return  # not started: run() sees the request before it starts anything more
+        for handle in [self.broker, *self.actors]:
+            if handle is not None:
+                with contextlib.suppress(Exception):  # dead already, or Ray gone
+                    self.rt.kill(handle)
 
     def finish(self, status: str, reason: str) -> None:
         """Write the final checkpoint (when finished), summary and stop event; end the actors."""

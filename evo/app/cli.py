@@ -182,7 +182,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     written = write_ablation_report(ablation, directory, state)
     print(written.tables_markdown)
     say(f"results: {written.markdown}, {written.csv}, {written.html}")
-    say("figures: " + ", ".join(str(f) for f in written.figures))
+    say("figures: " + (", ".join(str(f) for f in written.figures) or "none (no run to plot yet)"))
     statuses = {state.runs[r.key].status for r in selected}
     if interrupted:
         return 130

@@ -8,11 +8,14 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -26,11 +29,12 @@ from evo.app.trace import trace_of
 from evo.contracts.history import MsgpackLog
 
 from ..conftest import ROOT, SMALL_SOFTMAX
-from ..islands_fakes import fake_evaluator_factory
+from ..islands_fakes import fake_evaluator_factory, stalling_evaluator_factory
 from ..ray_head import joined_head
 from .browser import BrowserMissing, find_or_install
 
 HOOKS = CampaignHooks(evaluator_factory=fake_evaluator_factory)  # real mutators, fake (fast) latency
+STALLING = CampaignHooks(evaluator_factory=stalling_evaluator_factory)  # every evaluation takes two minutes
 RECORD = ROOT / "configs" / "llm_records" / "softmax_standin.jsonl"
 
 
@@ -43,11 +47,22 @@ def chromium() -> str:
 
 
 @dataclass(frozen=True)
+class Quit:
+    raised: bool  # run() ended with the KeyboardInterrupt
+    seconds: float  # from the second Ctrl-C to the end of run()
+    statuses: dict[str, str]  # run -> status in ablation.json afterwards
+    summaries: dict[str, dict[str, Any]]  # run -> its summary.json afterwards
+    stops: dict[str, list[str]]  # run -> the statuses of its stop events afterwards
+    out: str
+
+
+@dataclass(frozen=True)
 class AblationRun:
     file: Path
     directory: Path
     after_stop: dict[str, str]  # run -> status after the interrupted first invocation
     dirs_after_stop: dict[str, str]
+    quit: Quit  # the interrupted runs resumed, then a second Ctrl-C in their generation in progress
     partial_rc: int  # `--variant stoke --seed 1` after the stop
     partial_out: str
     after_partial: dict[str, str]  # run -> status after it
@@ -94,6 +109,43 @@ def _generation_written(directory: Path) -> bool:
     return False
 
 
+def _quit_mid_generation(ablation: Any, directory: Path, runs: list[str]) -> Quit:
+    """Resume `runs` with evaluations that take minutes, and press Ctrl-C twice (real SIGINTs, in this
+    main thread) once every run is in its generation."""
+    out = io.StringIO()
+    runner = AblationRunner(ablation, directory, hooks=STALLING, stream=out,
+                            only=[s for s in ablation.runs() if s.key in runs])
+    second: list[float] = []
+
+    def press() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not (
+                len(runner.campaigns) == len(runs) and all(c.actors for c in list(runner.campaigns.values()))):
+            time.sleep(0.2)
+        time.sleep(3)  # the islands are waiting for their first evaluation
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
+        second.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    presser = threading.Thread(target=press, daemon=True)
+    presser.start()
+    raised = False
+    try:
+        runner.run()
+    except KeyboardInterrupt:
+        raised = True
+    ended = time.monotonic()
+    presser.join(timeout=10)
+    state = json.loads((directory / "ablation.json").read_text())["runs"]
+    dirs = {k: Path(state[k]["run_dir"]) for k in runs}
+    summaries = {k: json.loads((d / "summary.json").read_text()) for k, d in dirs.items()}
+    stops = {k: [e["status"] for e in MsgpackLog(d / "events.msgpack").read() if e["kind"] == "stop"]
+             for k, d in dirs.items()}
+    return Quit(raised, ended - second[0] if second else float("inf"), {k: v["status"] for k, v in state.items()},
+                summaries, stops, out.getvalue())
+
+
 def _cli(*argv: str) -> tuple[int, str]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -119,6 +171,8 @@ def ablation_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AblationR
         worker.join(timeout=600)
         after_stop = {k: e.status.value for k, e in runner.state.runs.items()}
         dirs_after_stop = {k: e.run_dir for k, e in runner.state.runs.items()}
+        # 1b: the interrupted runs again, quit at once (a second Ctrl-C) in the generation they are in
+        quit = _quit_mid_generation(ablation, directory, [k for k, v in after_stop.items() if v == "interrupted"])
         # 2a: one variant's one seed (a pending run: the first invocation ran seed 0's runs first)
         partial_rc, partial_out = _cli("ablate", str(file), "--variant", "stoke", "--seed", "1")
         state = json.loads((directory / "ablation.json").read_text())
@@ -130,5 +184,5 @@ def ablation_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AblationR
         # the run with the best kernel, so the report has a lineage to show
         report_run = max(sorted(directory.glob("runs/*")), key=lambda d: trace_of(load_run(d)).best_speedup or 0.0)
         report_rc, _ = _cli("report", str(report_run))
-    yield AblationRun(file, directory, after_stop, dirs_after_stop, partial_rc, partial_out, after_partial, second_out,
-                      second_rc, third_out, third_rc, sizes, report_rc, report_run)
+    yield AblationRun(file, directory, after_stop, dirs_after_stop, quit, partial_rc, partial_out, after_partial,
+                      second_out, second_rc, third_out, third_rc, sizes, report_rc, report_run)

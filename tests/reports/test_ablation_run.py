@@ -30,6 +30,21 @@ def test_a_stopped_ablation_leaves_its_running_runs_interrupted_and_the_rest_pen
         assert bool(ablation_run.dirs_after_stop[run]) == (status != "pending")
 
 
+def test_a_second_ctrl_c_quits_at_once_and_every_run_it_stopped_is_interrupted_not_failed(ablation_run):
+    quit, quitted = ablation_run.quit, [k for k, v in ablation_run.after_stop.items() if v == "interrupted"]
+    assert quit.raised, quit.out
+    # every evaluation of the generation in progress takes two minutes: only a quit ends the runs this soon
+    assert quit.seconds < 60, quit.out
+    assert "quitting: every run drops the generation in progress" in quit.out
+    assert quit.statuses == ablation_run.after_stop, quit.out  # the same runs interrupted, the others untouched
+    assert quitted
+    for run in quitted:
+        summary = quit.summaries[run]
+        assert summary["status"] == "interrupted", summary["stop_reason"]
+        assert summary["stop_reason"].startswith("quit during generation"), summary["stop_reason"]
+        assert quit.stops[run] == ["interrupted", "interrupted"], quit.stops  # stopped, then quit
+
+
 def test_a_selected_variant_and_seed_runs_alone_and_the_others_stay_as_they_were(ablation_run):
     assert ablation_run.after_stop["stoke-s1"] == "pending", ablation_run.after_stop  # what the selection starts
     assert ablation_run.partial_rc == 0, ablation_run.partial_out
