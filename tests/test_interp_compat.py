@@ -99,14 +99,21 @@ def test_a_float32_dot_at_the_default_precision_has_the_tf32_error_of_a_gpu():
 
 def test_a_float32_matmul_in_tf32_is_wrong_where_its_task_wants_float32():
     """Through the checker: the same matmul with the default precision fails the float32 tolerance, as it
-    would on a GPU; with `input_precision="ieee"` it passes."""
+    would on a GPU, and the verdict says that its dot ran in TF32 and how to keep float32; with
+    `input_precision="ieee"` it passes, and an IEEE kernel wrong for another reason gets no such words."""
     folder = ROOT / "tests" / "tasks" / "matmul_fp32"
     settings = EvaluationConfig(timeout_s=120.0, latency=LatencyMode.OFF)
     default = (folder / "dot_default.py").read_text()
     exact = default.replace("tl.dot(a, b)", 'tl.dot(a, b, input_precision="ieee")')
-    assert exact != default
+    off = exact.replace("tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc,",
+                        "tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc * 1.01,")
+    assert default != exact != off
     with Evaluator(NativeTask(folder), settings, device="cpu") as ev:
         tf32 = ev.evaluate(Candidate.from_source(default))
         ieee = ev.evaluate(Candidate.from_source(exact))
+        wrong = ev.evaluate(Candidate.from_source(off))
     assert tf32.status is Status.WRONG_OUTPUT and "outside tolerance" in tf32.reason, tf32.reason
+    assert "ran in TF32" in tf32.reason and 'input_precision="ieee"' in tf32.reason, tf32.reason
     assert ieee.status is Status.OK, ieee.reason
+    assert wrong.status is Status.WRONG_OUTPUT and "outside tolerance" in wrong.reason, wrong.reason
+    assert "TF32" not in wrong.reason, wrong.reason

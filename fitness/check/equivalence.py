@@ -78,6 +78,15 @@ class _Judge:
         self.max_ratio = max(self.max_ratio, diff.max_ratio)
 
 
+def _tf32_words(reply: dict[str, object]) -> str:
+    """Why a float32 kernel with a dot may be off by 1e-3: it ran in TF32, as the GPU would run it."""
+    dots = reply.get("tf32_dots")
+    if not isinstance(dots, int) or isinstance(dots, bool) or dots <= 0:
+        return ""
+    return ("; its tl.dot of float32 blocks ran in TF32, as on a GPU (operands cut to 10 mantissa bits, "
+            "about 1e-3 relative error): tl.dot(..., input_precision=\"ieee\") keeps float32 precision")
+
+
 def _inspect_run(data: CaseData, reply: dict[str, object], run: int, judge: _Judge, label: str,
                  outputs_first: list[np.ndarray] | None, task: Task) -> list[np.ndarray]:
     """Check one run's storages; returns the outputs (storage type) for the determinism check."""
@@ -108,7 +117,7 @@ def _inspect_run(data: CaseData, reply: dict[str, object], run: int, judge: _Jud
         diff = compare(body, dtype, data.expected[i], task.tolerance_for(dtype))
         judge.add(diff, label)
         if not diff.ok:
-            judge.fail(Status.WRONG_OUTPUT, f"output {i} wrong at {label}: {diff.describe()}")
+            judge.fail(Status.WRONG_OUTPUT, f"output {i} wrong at {label}: {diff.describe()}{_tf32_words(reply)}")
         if outputs_first is not None:
             again = compare(body, dtype, dtypes.to_float64(outputs_first[i], dtype) if dtypes.is_float(dtype)
                             else outputs_first[i], task.tolerance_for(dtype))

@@ -14,7 +14,7 @@ operands keep 10 of their 23 mantissa bits, a relative error near 1e-3 per produ
 multiplies them in full float32, so a kernel that is wrong by that much on the GPU was checked, here, as
 exact. `install` drops the 13 low mantissa bits of both operands of such a dot (truncation, the larger
 of the hardware's errors: without rounding first, the tensor cores read only the high bits), so the
-checker sees at least the GPU's error.
+checker sees at least the GPU's error. `tf32_dots` counts them, so that a wrong output can say why.
 
 Scalars as indices under numpy >= 2.4.
 
@@ -104,6 +104,12 @@ def _boolean_results_are_int1(interp: Any) -> bool:
 
 
 TF32_DROPPED_BITS = 13  # float32 has 23 mantissa bits, TF32 10
+_tf32 = {"dots": 0}
+
+
+def tf32_dots() -> int:
+    """How many dots of float32 blocks this process's interpreter ran in TF32 (operands truncated)."""
+    return _tf32["dots"]
 
 
 def tf32_truncate(data: np.ndarray) -> np.ndarray:
@@ -135,6 +141,7 @@ def _tf32_dots(interp: Any) -> bool:
         if input_precision == tf32 and scalar(a) == tl.float32 and scalar(b) == tl.float32:
             a = handle(tf32_truncate(a.data), a.dtype)
             b = handle(tf32_truncate(b.data), b.dtype)
+            _tf32["dots"] += 1
         return create_dot(self, a, b, d, input_precision, *rest)
 
     setattr(patched, _MARK, True)

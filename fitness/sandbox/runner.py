@@ -23,6 +23,7 @@ import numpy as np
 
 from evo.contracts import dtypes
 from fitness.sandbox import zones as guard
+from fitness.sandbox.interp_compat import tf32_dots
 from fitness.sandbox.limits import roomy_address_space
 
 
@@ -194,7 +195,7 @@ class Runner:
             out_views.append(v)
         if self.device != "cpu":
             self.torch.cuda.synchronize()
-        start = time.perf_counter()
+        start, dots = time.perf_counter(), tf32_dots()
         around = instrument([*in_views, *out_views], msg) if instrument is not None else nullcontext()
         try:
             with CandidateGuard(self.filename or "", poison_run=int(msg["run"])), around:
@@ -209,4 +210,5 @@ class Runner:
             "seconds": seconds,
             "inputs": [self._bytes(t) for t in ins],
             "outputs": [self._bytes(t) for t in outs],
+            "tf32_dots": tf32_dots() - dots,  # in the interpreter: float32 dots rounded as a GPU rounds them
         }
