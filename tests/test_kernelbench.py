@@ -6,10 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.config_file import load_config
-from evo.contracts.kernelbench import KernelBenchTask
+from evo.contracts.kernelbench import KernelBenchTask, _tied
 from evo.contracts.task import TaskError
 from evo.contracts.task_loader import build_task
 from fitness.evaluate import Evaluator
@@ -49,7 +50,7 @@ def test_state_dict_tensors_follow_the_inputs_and_are_redrawn():
     assert not np.all(weight == 1.0) and not np.all(bias == 0.0)  # not the default init
 
 
-@pytest.mark.parametrize("name", ["softmax", "layernorm", "cross_entropy"])
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "cross_entropy", "argmax"])
 def test_kernelbench_seeds_pass(name):
     task = task_from(name)
     with Evaluator(task, EvaluationConfig(timeout_s=30), device="cpu") as ev:
@@ -70,3 +71,41 @@ def test_a_kernel_that_assumes_default_weights_is_rejected():
 def test_bytes_moved_is_found_from_shapes_without_computing():
     task = task_from("softmax")
     assert task.bytes_moved({"batch_size": 64, "dim": 4096}) == 2 * 64 * 4096 * 4
+
+
+def test_the_ties_distribution_repeats_values_of_the_draw_itself_within_its_range_and_sign():
+    task = task_from("softmax")
+    cases = [c for c in task.cases(draws=1) if c.size == {"batch_size": 5, "dim": 1000}]
+    assert [c.dist for c in cases] == ["as_given", "wide", "ties"]
+    given, tied = (task.case_data(c).inputs[0].data for c in (cases[0], cases[2]))
+    assert 2 <= len(np.unique(tied)) <= 16  # 1000 values per row, at most 16 distinct ones in all
+    assert len(np.unique(given)) > 4000  # continuous draws do not tie
+    assert tied.min() >= -6 and tied.max() <= 6 and (tied < 0).any() and (tied > 0).any()  # randn's range, signs
+    positive = torch.rand(2, 64) + 0.5  # a problem whose inputs are positive keeps them positive
+    assert float(_tied(positive, torch.Generator().manual_seed(1)).min()) >= 0.5
+
+
+def test_an_argmax_that_keeps_the_last_of_equal_maxima_is_wrong_only_where_inputs_tie():
+    """torch.argmax returns the first maximal index; `>=` returns the last. Continuous draws never tie,
+    so only the `ties` distribution tells them apart, and the verdict names it."""
+    task = task_from("argmax")
+    assert task.seed_source is not None
+    last = task.seed_source.replace("take = v > best", "take = v >= best")
+    assert last != task.seed_source
+    from evo.contracts.candidate import Candidate
+
+    with Evaluator(task, EvaluationConfig(timeout_s=30), device="cpu") as ev:
+        result = ev.evaluate(Candidate.from_source(last))
+    assert result.status.value == "wrong_output", result.reason
+    assert "(ties)" in result.reason and "must match exactly" in result.reason, result.reason
+
+
+def test_a_problem_whose_reference_orders_ties_arbitrarily_is_not_checked_on_ties(tmp_path):
+    """torch.topk's (like sort's) order among equal values is unspecified: the reference's indices there
+    would be one arbitrary choice, and a correct kernel could be rejected for making another."""
+    source = (KB / "23_Softmax.py").read_text().replace("torch.softmax(x, dim=1)", "torch.topk(x, 4, dim=1).indices")
+    (tmp_path / "topk.py").write_text(source)
+    task = KernelBenchTask(tmp_path / "topk.py", check_sizes=[{"batch_size": 2, "dim": 64}], bench_sizes=[],
+                           dtype="float32", redraw_params=True)
+    assert task.dists == ("as_given", "wide")
+    assert [c.dist for c in task.cases(draws=1)] == ["as_given", "wide"]

@@ -9,6 +9,14 @@ The reference is ``Model`` run in float64 on the CPU. The candidate receives the
 (float ones rounded to the task dtype), then ``Model.state_dict()`` tensors in order, then the
 outputs. For checking, float parameters and buffers are redrawn at random: the contract must hold
 for any weights, not only the default init of ones and zeros.
+
+Value distributions of the float forward inputs: ``as_given`` (``get_inputs()``'s own), ``wide`` (4x
+them) and ``ties`` (each value replaced by the nearest of 16 values of the same draw, so values repeat
+along every axis while staying in the draw's range and sign: an argmax that returns the last of equal
+maxima, where torch returns the first, or a sort that is not stable, differs from the reference only
+where inputs tie, which continuous random draws never do). A problem whose source names an operation
+that leaves the order of equal values unspecified (``sort``, ``topk``, ``median``, ...: the
+reference's own indices would be one arbitrary choice) is not checked on ties.
 """
 
 from __future__ import annotations
@@ -22,8 +30,12 @@ import numpy as np
 
 from evo.contracts.task import BenchCase, Case, Size, Task, TaskError, Tensor, bench_case_from, size_key
 
-DISTS = ("as_given", "wide")
+DISTS = ("as_given", "wide", "ties")
 _WIDE = 4.0
+_TIE_LEVELS = 16
+# torch leaves the order among equal values to these (sort/argsort unless stable=True): no `ties` for them
+TIE_AMBIGUOUS = frozenset({"sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
+                           "unique", "unique_consecutive"})
 
 
 def _literal(value: Any) -> ast.expr:
@@ -99,6 +111,20 @@ def as_float64(t: Tensor) -> Any:
     return torch.from_numpy(t.data.copy())
 
 
+def _tied(x: Any, gen: Any) -> Any:
+    """`x` with each value replaced by the nearest of `_TIE_LEVELS` values drawn from `x` itself."""
+    import torch
+
+    flat = x.detach().reshape(-1)
+    if flat.numel() < 2:
+        return x
+    picks = torch.randperm(flat.numel(), generator=gen)[:_TIE_LEVELS]
+    levels = torch.sort(flat[picks]).values
+    pos = torch.searchsorted(levels, flat.contiguous())
+    lo, hi = levels[(pos - 1).clamp(min=0)], levels[pos.clamp(max=levels.numel() - 1)]
+    return torch.where((flat - lo).abs() <= (hi - flat).abs(), lo, hi).reshape(x.shape)
+
+
 def _redraw(t: Any, gen: Any) -> Any:
     """Random values of the same sign pattern class as the default init."""
     import torch
@@ -150,7 +176,9 @@ class KernelBenchTask(Task):
         self.bench_sizes = bench_sizes
         for s in [*check_sizes, *bench_sizes]:
             _override(self.tree, s, self.path)  # fail early on unknown names
-        self.dists = DISTS
+        names = {n.attr for n in ast.walk(self.tree) if isinstance(n, ast.Attribute)} | {
+            n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name)}
+        self.dists = DISTS if not names & TIE_AMBIGUOUS else tuple(d for d in DISTS if d != "ties")
         self.tolerances = {}
         self.seed_source = seed_source
         self.redraw_params = redraw_params
@@ -191,6 +219,9 @@ class KernelBenchTask(Task):
                 raise TaskError(f"{self.path.name}: get_inputs() item {i} is {type(x).__name__}, not a tensor")
         if dist == "wide":
             forward = [x * _WIDE if x.is_floating_point() else x for x in forward]
+        elif dist == "ties":
+            tie_gen = torch.Generator().manual_seed(seed ^ 0x71E5)
+            forward = [_tied(x, tie_gen) if x.is_floating_point() else x for x in forward]
         state = model.state_dict()
         do_redraw = self.redraw_params or param_seed is not None
         params: list[Tensor] = []

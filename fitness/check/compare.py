@@ -29,6 +29,7 @@ class Diff:
     first_bad: tuple[int, ...] | None = None
     got: float = 0.0
     want: float = 0.0
+    exact: bool = False  # an integer or bool output: no tolerance
 
     @property
     def ok(self) -> bool:
@@ -39,6 +40,9 @@ class Diff:
             return "matches"
         at = f" e.g. at index {list(self.first_bad)}: got {self.got:.6g}, expected {self.want:.6g}" if (
             self.first_bad is not None) else ""
+        if self.exact:
+            return (f"{self.mismatches} of {self.elements} elements differ (an integer output must match exactly; "
+                    f"max abs error {self.max_abs:.3g}){at}")
         return (f"{self.mismatches} of {self.elements} elements outside tolerance "
                 f"(worst {self.max_ratio:.3g}x the tolerance, max abs error {self.max_abs:.3g}){at}")
 
@@ -69,7 +73,7 @@ def compare(out: np.ndarray, dtype: str, expected: np.ndarray, tol: Tolerance) -
                     float(np.max(np.abs(got.astype(np.float64) - expected.astype(np.float64)))),
                     mism / n, first,
                     float(got[first]) if first is not None else 0.0,
-                    float(expected[first]) if first is not None else 0.0)
+                    float(expected[first]) if first is not None else 0.0, exact=True)
     ref = expected.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         tolerance = tol.atol * rms(ref) + tol.rtol * np.abs(ref)
