@@ -86,15 +86,18 @@ def test_tf32_truncation_keeps_ten_mantissa_bits_and_special_values():
     assert np.isposinf(out[3]) and np.isneginf(out[4]) and np.isnan(out[5]) and out[6] == 0.0
 
 
-def test_a_float32_dot_at_the_default_precision_has_the_tf32_error_of_a_gpu():
+def test_a_float32_dot_at_the_default_precision_has_the_tf32_error_of_a_gpu_and_a_bfloat16_dot_is_right():
     """`tl.dot` of float32 blocks: TF32 on the GPU by default. The interpreter alone multiplies in full
     float32; with the fix its result is the product of TF32 operands, and `input_precision="ieee"`
-    stays exact."""
+    stays exact. Of bfloat16 blocks: the interpreter alone multiplies their bits as integers; with the fix,
+    the values, exactly."""
     fixed = probe(module="tests.tf32_dot_probe")
     assert fixed["default_vs_tf32"] < 1e-6 and fixed["default_vs_exact"] > 1e-4, fixed
+    assert fixed["bf16_vs_exact"] < 1e-6, fixed  # bfloat16 operands multiplied as numbers, not as their bits
     assert fixed["ieee_vs_exact"] < 1e-6, fixed
     unfixed = probe("--no-fix", module="tests.tf32_dot_probe")
     assert unfixed["default_vs_exact"] < 1e-6 and unfixed["default_vs_tf32"] > 1e-4, unfixed
+    assert unfixed["bf16_vs_exact"] > 1.0, unfixed  # the interpreter alone multiplies the uint16 bits
 
 
 def test_a_float32_matmul_in_tf32_is_wrong_where_its_task_wants_float32():

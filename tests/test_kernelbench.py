@@ -50,7 +50,7 @@ def test_state_dict_tensors_follow_the_inputs_and_are_redrawn():
     assert not np.all(weight == 1.0) and not np.all(bias == 0.0)  # not the default init
 
 
-@pytest.mark.parametrize("name", ["softmax", "layernorm", "cross_entropy", "argmax"])
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "cross_entropy", "argmax", "matmul_bf16"])
 def test_kernelbench_seeds_pass(name):
     task = task_from(name)
     with Evaluator(task, EvaluationConfig(timeout_s=30), device="cpu") as ev:

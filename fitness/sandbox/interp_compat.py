@@ -16,6 +16,12 @@ exact. `install` drops the 13 low mantissa bits of both operands of such a dot (
 of the hardware's errors: without rounding first, the tensor cores read only the high bits), so the
 checker sees at least the GPU's error. `tf32_dots` counts them, so that a wrong output can say why.
 
+bfloat16 dots. The interpreter holds bfloat16 values as their uint16 bits and ``create_dot`` multiplies
+those bits as integers (Triton 3.9: a correct bfloat16 matmul came out near 1e10 where 6 was right,
+so every bfloat16 kernel with a ``tl.dot`` was rejected on the CPU). `install` widens bfloat16 operands
+to float32 first (exact: bfloat16 is float32's top half); their products are then exact in float32,
+as on the tensor cores, which accumulate in float32.
+
 Scalars as indices under numpy >= 2.4.
 
 numpy 2.4 made ``int()`` of an array with one element but one or more dimensions an error (it
@@ -118,6 +124,15 @@ def tf32_truncate(data: np.ndarray) -> np.ndarray:
     return (bits & np.uint32(0xFFFFFFFF << TF32_DROPPED_BITS & 0xFFFFFFFF)).view(np.float32)
 
 
+def _retyped(dtype: Any, scalar: Any) -> Any:
+    """`dtype` (a scalar type or a block type) with its element type replaced by `scalar`."""
+    import triton.language as tl
+
+    if isinstance(dtype, tl.block_type):
+        return tl.block_type(scalar, dtype.shape)
+    return scalar
+
+
 def _tf32_dots(interp: Any) -> bool:
     """Wrap the interpreter builder's ``create_dot`` so a TF32 dot of float32 operands sees them as the
     tensor cores do (the module docstring); False where there is no such method (nothing is changed)."""
@@ -137,7 +152,15 @@ def _tf32_dots(interp: Any) -> bool:
     def scalar(t: Any) -> Any:
         return getattr(t.dtype, "scalar", t.dtype)
 
+    def widened(t: Any) -> Any:
+        if scalar(t) != tl.bfloat16:
+            return t
+        bits = np.ascontiguousarray(t.data).view(np.uint16).astype(np.uint32) << np.uint32(16)
+        return handle(bits.view(np.float32), _retyped(t.dtype, tl.float32))
+
     def patched(self: Any, a: Any, b: Any, d: Any, input_precision: Any, *rest: Any) -> Any:
+        if scalar(a) == tl.bfloat16 or scalar(b) == tl.bfloat16:  # exact in float32, TF32 or not
+            return create_dot(self, widened(a), widened(b), d, input_precision, *rest)
         if input_precision == tf32 and scalar(a) == tl.float32 and scalar(b) == tl.float32:
             a = handle(tf32_truncate(a.data), a.dtype)
             b = handle(tf32_truncate(b.data), b.dtype)
