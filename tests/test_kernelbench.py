@@ -109,3 +109,20 @@ def test_a_problem_whose_reference_orders_ties_arbitrarily_is_not_checked_on_tie
                            dtype="float32", redraw_params=True)
     assert task.dists == ("as_given", "wide")
     assert [c.dist for c in task.cases(draws=1)] == ["as_given", "wide"]
+
+
+def test_a_launch_that_takes_other_arguments_is_told_what_it_is_called_with():
+    """A launch that expects one argument more than it gets fails on its call, and the verdict lists what
+    launch receives: the forward inputs, the Model's state tensors, the outputs, the params."""
+    task = task_from("layernorm")
+    assert task.seed_source is not None
+    one_more = task.seed_source.replace("def launch(x, weight, bias, y, *, BLOCK):",
+                                        "def launch(x, weight, bias, eps, y, *, BLOCK):")
+    assert one_more != task.seed_source
+    from evo.contracts.candidate import Candidate
+
+    with Evaluator(task, EvaluationConfig(timeout_s=30), device="cpu") as ev:
+        result = ev.evaluate(Candidate.from_source(one_more))
+    assert result.status.value == "compile_error" and "TypeError: launch()" in result.reason, result.reason
+    assert ("launch is called with 3 input(s) [float32 [2, 3, 5, 7], float32 [3, 5, 7], float32 [3, 5, 7]], "
+            "then 1 output(s) [float32 [2, 3, 5, 7]], then the params as keywords [BLOCK]") in result.reason

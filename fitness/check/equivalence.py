@@ -78,6 +78,17 @@ class _Judge:
         self.max_ratio = max(self.max_ratio, diff.max_ratio)
 
 
+def _launch_words(data: CaseData, candidate: Candidate, message: str) -> str:
+    """What `launch` is called with, when the failure is a call of `launch` with the wrong arguments."""
+    if "TypeError" not in message or "launch()" not in message:
+        return ""
+    ins = ", ".join(f"{t.dtype} {list(t.shape)}" for t in data.inputs)
+    outs = ", ".join(f"{d} {list(s)}" for d, s in zip(data.output_dtypes, data.output_shapes))
+    params = ", ".join(sorted(candidate.params)) or "none"
+    return (f"; launch is called with {len(data.inputs)} input(s) [{ins}], then {len(data.output_dtypes)} "
+            f"output(s) [{outs}], then the params as keywords [{params}]")
+
+
 def _tf32_words(reply: dict[str, object]) -> str:
     """Why a float32 kernel with a dot may be off by 1e-3: it ran in TF32, as the GPU would run it."""
     dots = reply.get("tf32_dots")
@@ -218,7 +229,8 @@ def _check_once(
                 reply = worker.request(_run_message(data, run, bench, sanitize), timeout)
                 if not reply.get("ok"):
                     status = _KIND.get(str(reply.get("kind")), Status.CRASH)
-                    return result(status, f"{reply.get('message')} ({case.label()})", bool(reply.get("fatal")))
+                    message = f"{reply.get('message')}{_launch_words(data, candidate, str(reply.get('message')))}"
+                    return result(status, f"{message} ({case.label()})", bool(reply.get("fatal")))
                 label = case.label() + ("; its programs run in a shuffled order, as a GPU may run them"
                                         if reply.get("order") == "shuffled" else "")
                 first = _inspect_run(data, reply, run, judge, label, first, task)
