@@ -20,11 +20,8 @@ Reply with the complete module in one ```python block, after one or two sentence
 def signature_lines(task: Task) -> list[str]:
     """What launch receives at the first check size: each input, then each output (dtype, shape)."""
     case = task.cases(draws=1, every_dist=False)[0]
-    data = task.case_data(case)
-    ins = ", ".join(f"{t.dtype} {list(t.shape)}" for t in data.inputs)
-    outs = ", ".join(f"{d} {list(s)}" for d, s in zip(data.output_dtypes, data.output_shapes))
-    return [f"At size {case.size}: launch receives {len(data.inputs)} input(s) [{ins}], then "
-            f"{len(data.output_dtypes)} output(s) to write [{outs}], then the PARAMS as keywords."]
+    return [f"At size {case.size}: launch receives {task.case_data(case).launch_words()}, then the PARAMS as "
+            "keywords."]
 
 
 def lowering_messages(task: Task, *, hardware: str, cfg: LLMConfig) -> list[dict[str, str]]:

@@ -125,4 +125,4 @@ def test_a_launch_that_takes_other_arguments_is_told_what_it_is_called_with():
         result = ev.evaluate(Candidate.from_source(one_more))
     assert result.status.value == "compile_error" and "TypeError: launch()" in result.reason, result.reason
     assert ("launch is called with 3 input(s) [float32 [2, 3, 5, 7], float32 [3, 5, 7], float32 [3, 5, 7]], "
-            "then 1 output(s) [float32 [2, 3, 5, 7]], then the params as keywords [BLOCK]") in result.reason
+            "then 1 output(s) to write [float32 [2, 3, 5, 7]], then the params as keywords [BLOCK]") in result.reason

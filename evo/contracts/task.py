@@ -92,6 +92,12 @@ class CaseData:
     output_dtypes: list[str]
     output_shapes: list[tuple[int, ...]] = field(default_factory=list)
 
+    def launch_words(self) -> str:
+        """What `launch` receives here, in words: each input, then each output (dtype, shape)."""
+        ins = ", ".join(f"{t.dtype} {list(t.shape)}" for t in self.inputs)
+        outs = ", ".join(f"{d} {list(s)}" for d, s in zip(self.output_dtypes, self.output_shapes))
+        return f"{len(self.inputs)} input(s) [{ins}], then {len(self.output_dtypes)} output(s) to write [{outs}]"
+
 
 @dataclass(frozen=True)
 class BenchCase:

@@ -82,11 +82,9 @@ def _launch_words(data: CaseData, candidate: Candidate, message: str) -> str:
     """What `launch` is called with, when the failure is a call of `launch` with the wrong arguments."""
     if "TypeError" not in message or "launch()" not in message:
         return ""
-    ins = ", ".join(f"{t.dtype} {list(t.shape)}" for t in data.inputs)
-    outs = ", ".join(f"{d} {list(s)}" for d, s in zip(data.output_dtypes, data.output_shapes))
     params = ", ".join(sorted(candidate.params)) or "none"
-    return (f"; launch is called with {len(data.inputs)} input(s) [{ins}], then {len(data.output_dtypes)} "
-            f"output(s) [{outs}], then the params as keywords [{params}]")
+    return f"; launch is called with {data.launch_words()}, then the params as keywords [{params}]"
+
 
 
 def _tf32_words(reply: dict[str, object]) -> str:
