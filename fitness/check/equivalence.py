@@ -86,7 +86,6 @@ def _launch_words(data: CaseData, candidate: Candidate, message: str) -> str:
     return f"; launch is called with {data.launch_words()}, then the params as keywords [{params}]"
 
 
-
 def _tf32_words(reply: dict[str, object]) -> str:
     """Why a float32 kernel with a dot may be off by 1e-3: it ran in TF32, as the GPU would run it."""
     dots = reply.get("tf32_dots")
