@@ -8,16 +8,31 @@ import numpy as np
 import pytest
 import torch
 
+from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.config_file import load_config
 from evo.contracts.kernelbench import KernelBenchTask, _tied
 from evo.contracts.task import TaskError
 from evo.contracts.task_loader import build_task
+from evo.contracts.verdict import Evaluation
 from fitness.evaluate import Evaluator
 
 from .conftest import candidate
 
 KB = Path(__file__).resolve().parent / "kernelbench"
+
+
+def verdicts(task: KernelBenchTask, *sources: str, level: str = "verified") -> list[Evaluation]:
+    """Each source evaluated as a candidate of `task` on the CPU, in one evaluator."""
+    with Evaluator(task, EvaluationConfig(timeout_s=60), device="cpu") as ev:
+        return [ev.evaluate(Candidate.from_source(src), level=level) for src in sources]
+
+
+def seed_edited(name: str, old: str, new: str) -> tuple[KernelBenchTask, str]:
+    """Task `name` and its seed with `old` replaced by `new` (which must be there)."""
+    task = task_from(name)
+    assert task.seed_source is not None and old in task.seed_source, old
+    return task, task.seed_source.replace(old, new)
 
 
 def task_from(name: str) -> KernelBenchTask:
@@ -50,14 +65,11 @@ def test_state_dict_tensors_follow_the_inputs_and_are_redrawn():
     assert not np.all(weight == 1.0) and not np.all(bias == 0.0)  # not the default init
 
 
-@pytest.mark.parametrize("name", ["softmax", "layernorm", "cross_entropy", "argmax", "matmul_bf16"])
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "cross_entropy", "argmax", "matmul_bf16", "gelu"])
 def test_kernelbench_seeds_pass(name):
     task = task_from(name)
-    with Evaluator(task, EvaluationConfig(timeout_s=30), device="cpu") as ev:
-        from evo.contracts.candidate import Candidate
-
-        assert task.seed_source is not None
-        result = ev.evaluate(Candidate.from_source(task.seed_source))
+    assert task.seed_source is not None
+    [result] = verdicts(task, task.seed_source)
     assert result.ok, result.reason
 
 
@@ -88,14 +100,8 @@ def test_the_ties_distribution_repeats_values_of_the_draw_itself_within_its_rang
 def test_an_argmax_that_keeps_the_last_of_equal_maxima_is_wrong_only_where_inputs_tie():
     """torch.argmax returns the first maximal index; `>=` returns the last. Continuous draws never tie,
     so only the `ties` distribution tells them apart, and the verdict names it."""
-    task = task_from("argmax")
-    assert task.seed_source is not None
-    last = task.seed_source.replace("take = v > best", "take = v >= best")
-    assert last != task.seed_source
-    from evo.contracts.candidate import Candidate
-
-    with Evaluator(task, EvaluationConfig(timeout_s=30), device="cpu") as ev:
-        result = ev.evaluate(Candidate.from_source(last))
+    task, last = seed_edited("argmax", "take = v > best", "take = v >= best")
+    [result] = verdicts(task, last)
     assert result.status.value == "wrong_output", result.reason
     assert "(ties)" in result.reason and "must match exactly" in result.reason, result.reason
 
@@ -114,15 +120,29 @@ def test_a_problem_whose_reference_orders_ties_arbitrarily_is_not_checked_on_tie
 def test_a_launch_that_takes_other_arguments_is_told_what_it_is_called_with():
     """A launch that expects one argument more than it gets fails on its call, and the verdict lists what
     launch receives: the forward inputs, the Model's state tensors, the outputs, the params."""
-    task = task_from("layernorm")
-    assert task.seed_source is not None
-    one_more = task.seed_source.replace("def launch(x, weight, bias, y, *, BLOCK):",
-                                        "def launch(x, weight, bias, eps, y, *, BLOCK):")
-    assert one_more != task.seed_source
-    from evo.contracts.candidate import Candidate
-
-    with Evaluator(task, EvaluationConfig(timeout_s=30), device="cpu") as ev:
-        result = ev.evaluate(Candidate.from_source(one_more))
+    task, one_more = seed_edited("layernorm", "def launch(x, weight, bias, y, *, BLOCK):",
+                                 "def launch(x, weight, bias, eps, y, *, BLOCK):")
+    [result] = verdicts(task, one_more)
     assert result.status.value == "compile_error" and "TypeError: launch()" in result.reason, result.reason
     assert ("launch is called with 3 input(s) [float32 [2, 3, 5, 7], float32 [3, 5, 7], float32 [3, 5, 7]], "
             "then 1 output(s) to write [float32 [2, 3, 5, 7]], then the params as keywords [BLOCK]") in result.reason
+
+
+def test_a_gelu_with_the_tanh_approximation_is_not_the_exact_gelu_of_the_reference():
+    """The seed's libdevice erf runs in the interpreter (`fitness.sandbox.interp_libdevice`); the tanh
+    approximation, 5e-4 off, is rejected at float32's tolerance."""
+    task, tanh = seed_edited("gelu", "libdevice.erf(x * 0.7071067811865476)",
+                             "libdevice.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))")
+    [result] = verdicts(task, tanh)
+    assert result.status.value == "wrong_output" and "outside tolerance" in result.reason, result.reason
+
+
+def test_a_libdevice_function_costs_the_model_what_the_same_triton_op_costs():
+    """libdevice.erf runs through the interpreter's builder (`create_erf`), so the latency model counts it
+    as it counts tl.math.erf: moving math into libdevice makes no kernel cheaper on paper."""
+    task, native = seed_edited("gelu", "libdevice.erf(", "tl.math.erf(")
+    with_libdevice, with_tl = verdicts(task, str(task.seed_source), native, level="full")
+    assert with_libdevice.ok and with_tl.ok, (with_libdevice.reason, with_tl.reason)
+    mine, theirs = with_libdevice.latency_detail["launches"][0], with_tl.latency_detail["launches"][0]
+    assert mine["terms_us"]["sfu"] > 0 and mine["terms_us"] == theirs["terms_us"], (mine, theirs)
+    assert mine["other_flops"] == theirs["other_flops"]

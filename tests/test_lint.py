@@ -103,3 +103,25 @@ def test_jit_bodies_cannot_reach_torch():
 def test_a_kernel_launched_through_a_helper_counts():
     src = HEADER + "PARAMS = {}\n\n\ndef _go(y):\n    _k[(1,)](y)\n\n\ndef launch(x, y):\n    _go(y)\n"
     assert lint(src).ok
+
+
+@pytest.mark.parametrize("spelling", [
+    "from triton.language.extra import libdevice\n",  # Triton's documented spelling
+    "from triton.language.extra.cuda import libdevice\n",
+    "import triton.language.extra.libdevice as libdevice\n",
+])
+def test_libdevice_may_be_imported_as_triton_documents_it(spelling):
+    source = HEADER.replace("tl.store(y_ptr, 1.0)", "tl.store(y_ptr, libdevice.erf(1.0))")
+    source = source.replace("import triton.language as tl\n", "import triton.language as tl\n" + spelling)
+    result = lint(source + "PARAMS = {}\n\n\ndef launch(x, y):\n    _k[(1,)](y)\n")
+    assert result.ok, result
+
+
+@pytest.mark.parametrize("spelling, words", [
+    ("from triton.language.extra import cuda\n", "import of 'triton.language.extra.cuda'"),
+    ("from triton.language import extra\n", "import of 'triton.language.extra'"),
+    ("from triton.runtime import interpreter\n", "import of 'triton.runtime.interpreter'"),
+])
+def test_a_package_above_libdevice_is_not_importable(spelling, words):
+    result = lint(HEADER + spelling + "PARAMS = {}\n\n\ndef launch(x, y):\n    _k[(1,)](y)\n")
+    assert not result.ok and words in str(result), result

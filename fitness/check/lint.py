@@ -166,10 +166,12 @@ class _Linter:
         for a in node.names:
             full = f"{mod}.{a.name}"
             local = a.asname or a.name
-            if node.level or mod not in MODULES:
+            if node.level:
                 self.add(node, f"import of {full!r} is not allowed")
-            elif full in MODULES:
+            elif full in MODULES:  # a listed module from its package: `from triton.language.extra import libdevice`
                 self.aliases[local] = MODULES[full]
+            elif mod not in MODULES:
+                self.add(node, f"import of {full!r} is not allowed")
             elif canonical(f"{MODULES[mod]}.{a.name}") in CHAINS:
                 self.module_names.add(local)
                 self.imported[local] = canonical(f"{MODULES[mod]}.{a.name}")

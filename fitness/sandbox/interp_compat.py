@@ -22,6 +22,9 @@ so every bfloat16 kernel with a ``tl.dot`` was rejected on the CPU). `install` w
 to float32 first (exact: bfloat16 is float32's top half); their products are then exact in float32,
 as on the tensor cores, which accumulate in float32.
 
+libdevice. Its functions are stubs outside the GPU compiler; `install` puts numpy versions of its float
+math in their place (`fitness.sandbox.interp_libdevice`).
+
 Scalars as indices under numpy >= 2.4.
 
 numpy 2.4 made ``int()`` of an array with one element but one or more dimensions an error (it
@@ -40,6 +43,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from fitness.sandbox import interp_libdevice
 
 _MARK = "_evo_compat"
 
@@ -64,6 +69,7 @@ def install() -> bool:
 
     _boolean_results_are_int1(interp)
     _tf32_dots(interp)
+    interp_libdevice.install()
     original = getattr(interp, "_patch_lang_tensor", None)
     if original is None or getattr(original, _MARK, False):
         return original is not None
