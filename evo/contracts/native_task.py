@@ -15,7 +15,10 @@ Module-level names (see ``tasks/softmax/task.py`` for a complete example):
     one positive weight per bench size: the fitness is then the weighted geometric mean of the
     latencies at every bench size (`Task.fitness_sizes`), else the latency at the first.
 ``DISTS`` (optional)
-    value distributions the generator understands, default ``("normal", "wide")``.
+    value distributions the generator understands, default ``("normal", "wide")``. Continuous draws never
+    tie: a task whose output depends on the order among equal inputs (an argmax, a stable sort) needs a
+    distribution whose values repeat, or a kernel that breaks ties the other way passes (KernelBench
+    problems get one, ``ties``, in `evo.contracts.kernelbench`).
 ``TOLERANCE`` (optional)
     ``{dtype: {"atol": .., "rtol": ..}}`` overriding the defaults of `evo.contracts.task`.
 ``workloads.yaml`` beside the module (optional)
