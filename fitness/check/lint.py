@@ -62,6 +62,11 @@ class LintResult:
         return shown + more
 
 
+AUTOTUNE_HINT = (": the search tunes meta-parameters itself; drop the decorator, take them as keyword "
+                 "arguments of launch, passed on to the kernel, with a default in PARAMS and the configs' values "
+                 "in SPACE (e.g. SPACE = {\"BLOCK\": [1024, 2048], \"num_warps\": [4, 8]})")
+
+
 def _torch_hint(module: str) -> str:
     if module == "torch":
         return " (candidates compute with Triton kernels; torch is for allocation, dtypes and device queries only)"
@@ -129,7 +134,8 @@ class _Linter:
                     if n in ("jit", "heuristics") and n in self.module_names:
                         continue
                     if self.aliases.get(head) != "triton" or tail not in ("jit", "heuristics"):
-                        self.add(node, f"decorator {n!r} is not allowed (only triton.jit / triton.heuristics)")
+                        tune = AUTOTUNE_HINT if tail == "autotune" else ""
+                        self.add(node, f"decorator {n!r} is not allowed (only triton.jit / triton.heuristics){tune}")
                 if any(n.endswith("jit") for n in names):
                     self.jit.add(node.name)
                     self.jit_nodes.update(id(n) for n in ast.walk(node))
