@@ -14,6 +14,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,11 +27,12 @@ from evo.app.campaign import Campaign
 from evo.app.campaign_setup import CampaignHooks, prepare
 from evo.app.progress import PlainLog
 from evo.app.run_store import RunStore
+from evo.app.signals import terminate_as_interrupt
 from evo.contracts.history import MsgpackLog, unpack
 
 from .campaign_job import FAKE_HOOKS
 from .conftest import ROOT, SMALL_SOFTMAX
-from .islands_fakes import fake_latency_ms, fault_evaluator_factory, fault_mutator_factory
+from .islands_fakes import fake_latency_ms, fault_evaluator_factory, fault_mutator_factory, stalling_evaluator_factory
 from .ray_head import RayHead, joined_head
 
 pytestmark = pytest.mark.slow
@@ -304,3 +307,33 @@ def fake_latency_ms_of_faster() -> float:
     from .islands_fakes import FASTER_SOFTMAX
 
     return fake_latency_ms(Candidate.from_source(FASTER_SOFTMAX))
+
+
+def test_sigterm_ends_a_campaign_interrupted_with_its_summary_written(ray_cluster, tmp_path):
+    """`ray job stop`, schedulers and `kill` send SIGTERM: a campaign in the main thread (`evo run`) ends
+    `interrupted` at once, its summary and stop event written and resumable, where it died as it stood
+    (or, under Ray's own handler, ended `failed`). Its evaluations take two minutes here: only the
+    signal can end it this soon."""
+    with terminate_as_interrupt():  # the handler the campaign installs, to tell when it is in place
+        ours = signal.getsignal(signal.SIGTERM)
+    config = write_config(tmp_path, islands={"count": 1, "population": 1, "offspring": 1},
+                          evaluators={"count": 1}, budget={"generations": 3})
+    c, out = campaign(config, CampaignHooks(evaluator_factory=stalling_evaluator_factory))
+    sent: list[float] = []
+
+    def terminate() -> None:
+        deadline = time.monotonic() + 120
+        while signal.getsignal(signal.SIGTERM) is not ours and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=terminate, daemon=True).start()
+    summary = c.run()
+    assert sent and time.monotonic() - sent[0] < 60, out.getvalue()
+    assert summary["status"] == "interrupted", summary
+    assert summary["stop_reason"].startswith("terminated (SIGTERM) during generation 0"), summary["stop_reason"]
+    assert [e["status"] for e in events(c.store.path, "stop")] == ["interrupted"]
+    assert json.loads((c.store.path / "summary.json").read_text())["status"] == "interrupted"
+    assert signal.getsignal(signal.SIGTERM) is not ours  # put back

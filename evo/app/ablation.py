@@ -34,6 +34,7 @@ from evo.app.ablation_config import Ablation, RunSpec, config_hash
 from evo.app.campaign_setup import CampaignHooks, prepare, prepare_config
 from evo.app.progress import IslandRow, Totals
 from evo.app.run_store import RunStore
+from evo.app.signals import is_termination, terminate_as_interrupt
 from evo.contracts.config_file import ConfigError, parse_config
 from evo.contracts.history import write_atomic
 from evo.contracts.mutator_config import LLMConfig
@@ -258,7 +259,8 @@ class AblationRunner:
                  (f"; {left_out} not selected" if self.partial else "") + f"); ablation directory {self.directory}")
         started_ray = connect_ray(todo[0].config)
         try:
-            self._schedule(todo, {k: float(v) for k, v in ray.cluster_resources().items()})
+            with terminate_as_interrupt():  # after ray.init, which installs a SIGTERM handler of its own
+                self._schedule(todo, {k: float(v) for k, v in ray.cluster_resources().items()})
         finally:
             release_ray(started_ray)
         return self.state
@@ -302,9 +304,10 @@ class AblationRunner:
                 return self.events.get(timeout=0.5)
             except queue.Empty:
                 continue
-            except KeyboardInterrupt:
-                if self.stopping:  # the second Ctrl-C: quit at once (the runs resume next time)
-                    self.say("quitting: every run drops the generation in progress")
+            except KeyboardInterrupt as e:
+                if self.stopping or is_termination(e):  # a second Ctrl-C or SIGTERM: quit at once
+                    why = "terminated (SIGTERM)" if is_termination(e) else "quitting"
+                    self.say(f"{why}: every run drops the generation in progress (they resume next time)")
                     self.quit()
                     raise
                 self.say("stopping every run after its current generation (Ctrl-C again to quit at once); "

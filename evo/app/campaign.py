@@ -28,6 +28,7 @@ from evo.app.executor import Session, open_session
 from evo.app.metrics import CampaignMetrics
 from evo.app.progress import Display, IslandRow, Totals
 from evo.app.results import individual_summary, standalone_kernel
+from evo.app.signals import is_termination, terminate_as_interrupt
 from evo.app.sweep_ref import sweep_words
 from evo.contracts.records import Individual, best_of
 from evo.contracts.workload import weighted_shapes_text
@@ -331,17 +332,21 @@ class Campaign:
             self.start()
             if self.abandoned:
                 raise KeyboardInterrupt  # abandoned while starting
-            if not all(self.initialized):
-                self.advance()
-            while (reason := self.stop_reason()) is None:
-                if self.stop_requested:
-                    raise KeyboardInterrupt
-                self.advance()
+            with terminate_as_interrupt():  # in the main thread (`evo run`), after start()'s ray.init
+                if not all(self.initialized):
+                    self.advance()
+                while (reason := self.stop_reason()) is None:
+                    if self.stop_requested:
+                        raise KeyboardInterrupt
+                    self.advance()
             self.finish("finished", reason)
         except BaseException as e:
             if self.abandoned:  # whatever the killed actors made of the generation in progress
                 self.finish("interrupted", f"quit during generation {self.generation}; continue with --resume "
                             "(from the last checkpoint)")
+            elif is_termination(e):
+                self.finish("interrupted", f"terminated (SIGTERM) during generation {self.generation}; continue "
+                            "with --resume (from the last checkpoint)")
             elif isinstance(e, KeyboardInterrupt):
                 self.finish("interrupted", "interrupted; continue with --resume")
             else:

@@ -267,6 +267,7 @@ def main(argv: list[str] | None = None, *, hooks: Any = None) -> int:
     """The command line; `hooks` (a `CampaignHooks`) swaps what `run` builds mutators and evaluators with."""
     from evo.app.campaign_setup import CampaignError
     from evo.app.run_store import RunStoreError
+    from evo.app.signals import is_termination
 
     args = build_parser().parse_args(argv)
     args.hooks = hooks
@@ -275,6 +276,9 @@ def main(argv: list[str] | None = None, *, hooks: Any = None) -> int:
     except (ConfigError, TaskError, CandidateError, UsageError, CampaignError, RunStoreError) as e:
         print(f"evo {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        if is_termination(e):
+            print(f"evo {args.command}: terminated (SIGTERM)", file=sys.stderr)
+            return 143
         print(f"evo {args.command}: interrupted", file=sys.stderr)
         return 130

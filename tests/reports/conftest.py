@@ -63,6 +63,7 @@ class AblationRun:
     after_stop: dict[str, str]  # run -> status after the interrupted first invocation
     dirs_after_stop: dict[str, str]
     quit: Quit  # the interrupted runs resumed, then a second Ctrl-C in their generation in progress
+    term: Quit  # and again, then SIGTERM (`ray job stop`, a scheduler)
     partial_rc: int  # `--variant stoke --seed 1` after the stop
     partial_out: str
     after_partial: dict[str, str]  # run -> status after it
@@ -109,9 +110,9 @@ def _generation_written(directory: Path) -> bool:
     return False
 
 
-def _quit_mid_generation(ablation: Any, directory: Path, runs: list[str]) -> Quit:
-    """Resume `runs` with evaluations that take minutes, and press Ctrl-C twice (real SIGINTs, in this
-    main thread) once every run is in its generation."""
+def _quit_mid_generation(ablation: Any, directory: Path, runs: list[str], signals: tuple[int, ...]) -> Quit:
+    """Resume `runs` with evaluations that take minutes, and send `signals` to this process (real ones,
+    a second apart: SIGINT twice is Ctrl-C twice) once every run is in its generation."""
     out = io.StringIO()
     runner = AblationRunner(ablation, directory, hooks=STALLING, stream=out,
                             only=[s for s in ablation.runs() if s.key in runs])
@@ -123,10 +124,10 @@ def _quit_mid_generation(ablation: Any, directory: Path, runs: list[str]) -> Qui
                 len(runner.campaigns) == len(runs) and all(c.actors for c in list(runner.campaigns.values()))):
             time.sleep(0.2)
         time.sleep(3)  # the islands are waiting for their first evaluation
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(1)
-        second.append(time.monotonic())
-        os.kill(os.getpid(), signal.SIGINT)
+        for i, sig in enumerate(signals):
+            time.sleep(1 if i else 0)
+            second.append(time.monotonic())  # the last one is what ends it
+            os.kill(os.getpid(), sig)
 
     presser = threading.Thread(target=press, daemon=True)
     presser.start()
@@ -142,7 +143,7 @@ def _quit_mid_generation(ablation: Any, directory: Path, runs: list[str]) -> Qui
     summaries = {k: json.loads((d / "summary.json").read_text()) for k, d in dirs.items()}
     stops = {k: [e["status"] for e in MsgpackLog(d / "events.msgpack").read() if e["kind"] == "stop"]
              for k, d in dirs.items()}
-    return Quit(raised, ended - second[0] if second else float("inf"), {k: v["status"] for k, v in state.items()},
+    return Quit(raised, ended - second[-1] if second else float("inf"), {k: v["status"] for k, v in state.items()},
                 summaries, stops, out.getvalue())
 
 
@@ -172,7 +173,10 @@ def ablation_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AblationR
         after_stop = {k: e.status.value for k, e in runner.state.runs.items()}
         dirs_after_stop = {k: e.run_dir for k, e in runner.state.runs.items()}
         # 1b: the interrupted runs again, quit at once (a second Ctrl-C) in the generation they are in
-        quit = _quit_mid_generation(ablation, directory, [k for k, v in after_stop.items() if v == "interrupted"])
+        stopped = [k for k, v in after_stop.items() if v == "interrupted"]
+        quit = _quit_mid_generation(ablation, directory, stopped, (signal.SIGINT, signal.SIGINT))
+        # 1c: and once more, ended by one SIGTERM
+        term = _quit_mid_generation(ablation, directory, stopped, (signal.SIGTERM,))
         # 2a: one variant's one seed (a pending run: the first invocation ran seed 0's runs first)
         partial_rc, partial_out = _cli("ablate", str(file), "--variant", "stoke", "--seed", "1")
         state = json.loads((directory / "ablation.json").read_text())
@@ -184,5 +188,5 @@ def ablation_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AblationR
         # the run with the best kernel, so the report has a lineage to show
         report_run = max(sorted(directory.glob("runs/*")), key=lambda d: trace_of(load_run(d)).best_speedup or 0.0)
         report_rc, _ = _cli("report", str(report_run))
-    yield AblationRun(file, directory, after_stop, dirs_after_stop, quit, partial_rc, partial_out, after_partial,
+    yield AblationRun(file, directory, after_stop, dirs_after_stop, quit, term, partial_rc, partial_out, after_partial,
                       second_out, second_rc, third_out, third_rc, sizes, report_rc, report_run)

@@ -45,6 +45,18 @@ def test_a_second_ctrl_c_quits_at_once_and_every_run_it_stopped_is_interrupted_n
         assert quit.stops[run] == ["interrupted", "interrupted"], quit.stops  # stopped, then quit
 
 
+def test_sigterm_quits_an_ablation_at_once_as_a_second_ctrl_c_does(ablation_run):
+    """`ray job stop` and schedulers send SIGTERM; Ray's own handler (`sys.exit`) left runs `running` and
+    `failed`. Now the same as a second Ctrl-C."""
+    term = ablation_run.term
+    assert term.raised and term.seconds < 60, term.out
+    assert "terminated (SIGTERM): every run drops the generation in progress" in term.out
+    assert term.statuses == ablation_run.after_stop, term.out
+    for run, summary in term.summaries.items():
+        assert summary["status"] == "interrupted" and summary["stop_reason"].startswith("quit during generation")
+        assert term.stops[run] == ["interrupted"] * 3, term.stops
+
+
 def test_a_selected_variant_and_seed_runs_alone_and_the_others_stay_as_they_were(ablation_run):
     assert ablation_run.after_stop["stoke-s1"] == "pending", ablation_run.after_stop  # what the selection starts
     assert ablation_run.partial_rc == 0, ablation_run.partial_out
