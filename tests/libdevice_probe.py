@@ -35,6 +35,7 @@ def main() -> None:
         tl.store(out_ptr + 4 * N + i, libdevice.atan2(x, tl.load(x_ptr)))  # a block and a scalar
         tl.store(out_ptr + 5 * N + i, libdevice.isnan(x / x).to(tl.float32))  # NaN at 0/0
         tl.store(out_ptr + 6 * N + i, libdevice.exp(x).to(tl.float16).to(tl.float32))
+        tl.store(out_ptr + 7 * N + i, libdevice.fast_tanhf(x))  # the GPU's tanh.approx: 2^-11 relative
 
     @triton.jit
     def half(x_ptr, out_ptr, N: tl.constexpr):
@@ -49,7 +50,7 @@ def main() -> None:
     torch.manual_seed(0)
     x = torch.randn(N)
     x[3] = 0.0
-    out = torch.zeros(7 * N)
+    out = torch.zeros(8 * N)
     result: dict[str, object] = {}
     try:
         unary[(1,)](x, out, N=N)
@@ -62,9 +63,11 @@ def main() -> None:
             "fma": v * v + 2.0, "atan2": np.arctan2(v, v[0]),
             "isnan": np.where(v == 0.0, 1.0, 0.0), "exp": np.exp(v).astype(np.float16).astype(np.float64),
         }
-        got = out.double().numpy().reshape(7, N)
+        got = out.double().numpy().reshape(8, N)
         for k, (name, w) in enumerate(want.items()):
             result[name] = float(np.max(np.abs(got[k] - w)) / max(1.0, float(np.max(np.abs(w)))))
+        exact, nonzero = np.tanh(v), v != 0.0
+        result["fast_tanhf_relative"] = float(np.max(np.abs(got[7] - exact)[nonzero] / np.abs(exact[nonzero])))
     for name, kernel in (("float16", half), ("popc", bits)):
         try:
             kernel[(1,)](x, torch.zeros(N), N=N)

@@ -10,8 +10,12 @@ worker only: a GPU worker keeps the stubs the compiler needs).
 Each takes float32 or float64 blocks or scalars and returns the same type, as the GPU's ``__nv_erff`` /
 ``__nv_erf`` do; a float16 or bfloat16 argument is refused as the GPU compiler refuses it (convert with
 ``.to(tl.float32)`` first). Values are computed in float64 and rounded to the argument's type, so they
-are at least as exact as libdevice's (a few ulp); the ``fast_*`` approximations are computed exactly
-too, which is within any float32 tolerance of theirs. A libdevice function not listed here (integer
+are at least as exact as libdevice's (a few ulp). The ``fast_*`` approximations take float32 only, as
+on the GPU; ``fast_tanhf`` (PTX ``tanh.approx.f32``, relative error up to 2^-11, far outside a float32
+tolerance) has its result cut to 11 mantissa bits, so a kernel checked here is no more exact than on the
+GPU (as TF32 dots are, `fitness.sandbox.interp_compat`); the others are computed exactly, within a few
+ulp of the GPU's inside their ranges (``fast_sinf``/``fast_cosf``/``fast_tanf`` lose accuracy on the GPU
+far outside [-pi, pi], which this does not reproduce). A libdevice function not listed here (integer
 bit tricks, Bessel functions, directed roundings) raises an error that names it instead of returning
 ``None``.
 
@@ -106,6 +110,13 @@ BUILDER_OPS = {
     "floor": "create_floor", "ceil": "create_ceil", "abs": "create_fabs",
 }
 _TABLE: dict[str, tuple[Callable[..., Array], bool]] = {}  # name -> (numpy function, int32 result)
+APPROX_BITS = {"fast_tanhf": 11}  # float32 mantissa bits the GPU's approximation keeps (of 23)
+
+
+def _cut(values: Array, keep: int) -> Array:
+    """float32 `values` with all but `keep` mantissa bits zeroed (inf and nan stay so)."""
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    return (bits & np.uint32((0xFFFFFFFF << (23 - keep)) & 0xFFFFFFFF)).view(np.float32)
 
 
 def _extern_elementwise(self: Any, name: str, *handles: Any) -> Any:
@@ -123,7 +134,10 @@ def _extern_elementwise(self: Any, name: str, *handles: Any) -> Any:
         import triton.language as tl
 
         return TensorHandle(np.ascontiguousarray(out.astype(np.int32)), tl.int32)
-    return TensorHandle(np.ascontiguousarray(out.astype(datas[0].dtype)), handles[0].dtype.scalar)
+    result = np.ascontiguousarray(out.astype(datas[0].dtype))
+    if name in APPROX_BITS:
+        result = _cut(result, APPROX_BITS[name])
+    return TensorHandle(result, handles[0].dtype.scalar)
 
 
 def _call(name: str, args: tuple[Any, ...]) -> Any:
@@ -145,6 +159,8 @@ def _call(name: str, args: tuple[Any, ...]) -> Any:
         raise LibdeviceError(f"libdevice.{name} got values of different types ({', '.join(map(str, dtypes))}): "
                              "convert them to one type first, as the GPU compiler requires")
     dtype = dtypes.pop() if dtypes else tl.float32  # constants alone are float32 there too
+    if name.startswith("fast_") and dtype != tl.float32:
+        raise LibdeviceError(f"libdevice.{name} takes float32 values only (as on the GPU), not {dtype}")
     if dtype not in (tl.float32, tl.float64):
         raise LibdeviceError(f"libdevice.{name} takes float32 or float64 values, not {dtype}: convert with "
                              f".to(tl.float32) first (the GPU compiler has no {dtype} version either)")
