@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from fitness.sandbox import interp_libdevice
+
 _MARK = "_evo_compat"
 
 
@@ -67,8 +69,6 @@ def install() -> bool:
 
     _boolean_results_are_int1(interp)
     _tf32_dots(interp)
-    from fitness.sandbox import interp_libdevice  # it uses `keep_mantissa_bits` from here
-
     interp_libdevice.install()
     original = getattr(interp, "_patch_lang_tensor", None)
     if original is None or getattr(original, _MARK, False):
@@ -124,16 +124,10 @@ def tf32_dots() -> int:
     return _tf32["dots"]
 
 
-def keep_mantissa_bits(data: np.ndarray, keep: int) -> np.ndarray:
-    """float32 values with all but the `keep` high bits of their 23-bit mantissa set to zero (truncation;
-    inf and nan stay so)."""
-    bits = np.ascontiguousarray(data, dtype=np.float32).view(np.uint32)
-    return (bits & np.uint32(0xFFFFFFFF << (23 - keep) & 0xFFFFFFFF)).view(np.float32)
-
-
 def tf32_truncate(data: np.ndarray) -> np.ndarray:
     """float32 values with the mantissa bits TF32 does not keep set to zero (inf and nan stay so)."""
-    return keep_mantissa_bits(data, 23 - TF32_DROPPED_BITS)
+    bits = np.ascontiguousarray(data, dtype=np.float32).view(np.uint32)
+    return (bits & np.uint32(0xFFFFFFFF << TF32_DROPPED_BITS & 0xFFFFFFFF)).view(np.float32)
 
 
 def _retyped(dtype: Any, scalar: Any) -> Any:
