@@ -26,6 +26,7 @@ from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import NativeTask
 from evo.contracts.verdict import Status
 from fitness.evaluate import Evaluator
+from fitness.sandbox.float_bits import keep_mantissa_bits
 from fitness.sandbox.interp_compat import scalar_index, tf32_truncate
 
 from .conftest import ROOT
@@ -84,6 +85,16 @@ def test_tf32_truncation_keeps_ten_mantissa_bits_and_special_values():
     assert out[0] == np.float32(1.0 + 2.0**-10)  # the 10th mantissa bit is kept
     assert out[1] == 1.0 and out[2] == -3.0  # lower ones are dropped, toward zero
     assert np.isposinf(out[3]) and np.isneginf(out[4]) and np.isnan(out[5]) and out[6] == 0.0
+
+
+def test_keeping_mantissa_bits_truncates_to_the_count_asked_and_refuses_an_impossible_one():
+    x = np.array([1.0 + 2.0**-11 + 2.0**-12, -(1.0 + 2.0**-11 + 2.0**-12)], dtype=np.float32)
+    assert list(keep_mantissa_bits(x, 11)) == [1.0 + 2.0**-11, -(1.0 + 2.0**-11)]
+    assert list(keep_mantissa_bits(x, 12)) == list(x) and list(keep_mantissa_bits(x, 23)) == list(x)
+    assert list(keep_mantissa_bits(x, 0)) == [1.0, -1.0]
+    for bad in (-1, 24):
+        with pytest.raises(ValueError, match=r"within 0\.\.23"):
+            keep_mantissa_bits(x, bad)
 
 
 def test_a_float32_dot_at_the_default_precision_has_the_tf32_error_of_a_gpu_and_a_bfloat16_dot_is_right():

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from fitness.sandbox import interp_libdevice
+from fitness.sandbox.float_bits import FLOAT32_MANTISSA_BITS, keep_mantissa_bits
 
 _MARK = "_evo_compat"
 
@@ -126,8 +127,7 @@ def tf32_dots() -> int:
 
 def tf32_truncate(data: np.ndarray) -> np.ndarray:
     """float32 values with the mantissa bits TF32 does not keep set to zero (inf and nan stay so)."""
-    bits = np.ascontiguousarray(data, dtype=np.float32).view(np.uint32)
-    return (bits & np.uint32(0xFFFFFFFF << TF32_DROPPED_BITS & 0xFFFFFFFF)).view(np.float32)
+    return keep_mantissa_bits(data, FLOAT32_MANTISSA_BITS - TF32_DROPPED_BITS)
 
 
 def _retyped(dtype: Any, scalar: Any) -> Any:

@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from fitness.sandbox.float_bits import keep_mantissa_bits
+
 _MARK = "_evo_libdevice"
 _SQRT2 = math.sqrt(2.0)
 STUBS = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice")
@@ -40,8 +42,8 @@ STUBS = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevic
 Array = np.ndarray
 
 
-def _elementwise(f: Callable[..., float], otype: type = np.float64) -> Callable[..., Array]:
-    vf = np.vectorize(f, otypes=[otype])
+def _elementwise(f: Callable[..., float]) -> Callable[..., Array]:
+    vf = np.vectorize(f, otypes=[np.float64])
     return lambda *xs: np.asarray(vf(*xs))
 
 
@@ -109,14 +111,13 @@ BUILDER_OPS = {
     "fast_sinf": "create_sin", "cos": "create_cos", "fast_cosf": "create_cos", "erf": "create_erf",
     "floor": "create_floor", "ceil": "create_ceil", "abs": "create_fabs",
 }
-_TABLE: dict[str, tuple[Callable[..., Array], bool]] = {}  # name -> (numpy function, int32 result)
+# name -> (numpy function, number of arguments, int32 result)
+FUNCTIONS: dict[str, tuple[Callable[..., Array], int, bool]] = {
+    name: (f, arity, predicate)
+    for table, arity, predicate in ((UNARY, 1, False), (BINARY, 2, False), (TERNARY, 3, False), (PREDICATES, 1, True))
+    for name, f in table.items()
+}
 APPROX_BITS = {"fast_tanhf": 11}  # float32 mantissa bits the GPU's approximation keeps (of 23)
-
-
-def _cut(values: Array, keep: int) -> Array:
-    """float32 `values` with all but `keep` mantissa bits zeroed (inf and nan stay so)."""
-    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
-    return (bits & np.uint32((0xFFFFFFFF << (23 - keep)) & 0xFFFFFFFF)).view(np.float32)
 
 
 def _extern_elementwise(self: Any, name: str, *handles: Any) -> Any:
@@ -125,7 +126,7 @@ def _extern_elementwise(self: Any, name: str, *handles: Any) -> Any:
     and carries the operands' taint to the result."""
     from triton.runtime.interpreter import TensorHandle
 
-    f, predicate = _TABLE[name]
+    f, _, predicate = FUNCTIONS[name]
     datas = [np.asarray(h.data) for h in handles]
     with np.errstate(all="ignore"):
         out = np.asarray(f(*(d.astype(np.float64) for d in datas)))
@@ -136,7 +137,7 @@ def _extern_elementwise(self: Any, name: str, *handles: Any) -> Any:
         return TensorHandle(np.ascontiguousarray(out.astype(np.int32)), tl.int32)
     result = np.ascontiguousarray(out.astype(datas[0].dtype))
     if name in APPROX_BITS:
-        result = _cut(result, APPROX_BITS[name])
+        result = keep_mantissa_bits(result, APPROX_BITS[name])
     return TensorHandle(result, handles[0].dtype.scalar)
 
 
@@ -173,7 +174,7 @@ def _call(name: str, args: tuple[Any, ...]) -> Any:
         out = getattr(builder, op)(handles[0])
     else:
         out = builder.create_libdevice_elementwise(name, *handles)
-    rtype = tl.int32 if _TABLE.get(name, (None, False))[1] else dtype
+    rtype = tl.int32 if FUNCTIONS[name][2] else dtype
     shape = list(np.asarray(out.data).shape)
     return tl.core.tensor(out, tl.block_type(rtype, shape) if block else rtype)
 
@@ -205,12 +206,6 @@ def install() -> int:
 
     from triton.runtime import interpreter as interp
 
-    table: dict[str, Callable[..., Any]] = {}
-    for names, arity, predicate in ((UNARY, 1, False), (BINARY, 2, False), (TERNARY, 3, False),
-                                    (PREDICATES, 1, True)):
-        for name, f in names.items():
-            _TABLE[name] = (f, predicate)
-            table[name] = _function(name, arity)
     builder_class: Any = interp.InterpreterBuilder
     builder_class.create_libdevice_elementwise = _extern_elementwise
     for module_name in STUBS:
@@ -222,6 +217,6 @@ def install() -> int:
             continue
         for name in [n for n in dir(module) if not n.startswith("_")]:
             if callable(getattr(module, name)) and getattr(getattr(module, name), "__module__", "") in STUBS:
-                setattr(module, name, table.get(name) or _missing(name))
+                setattr(module, name, _function(name, FUNCTIONS[name][1]) if name in FUNCTIONS else _missing(name))
         setattr(module, _MARK, True)
-    return len(table)
+    return len(FUNCTIONS)
