@@ -87,6 +87,9 @@ class TaskConfig(Strict):
     seed: str | None = None
     tolerance: ToleranceConfig | None = None
     redraw_params: bool = True
+    # a KernelBench Model runs in training mode, as KernelBench's harness runs it (BatchNorm with the batch's
+    # statistics); eval: Model.eval() (running statistics, Dropout off)
+    model_mode: Literal["train", "eval"] = "train"
 
     @model_validator(mode="after")
     def _one_source(self) -> TaskConfig:
@@ -95,6 +98,8 @@ class TaskConfig(Strict):
             raise ValueError(f"give exactly one of name, path, kernelbench (got {given or 'none'})")
         if self.kernelbench and self.sizes is None:
             raise ValueError("a kernelbench task needs sizes: {check: [...], bench: [...]}")
+        if self.model_mode != "train" and not self.kernelbench:
+            raise ValueError("model_mode is for kernelbench tasks (a KernelBench Model's train/eval mode)")
         if self.workload is not None:
             if self.kernelbench:
                 raise ValueError("workload is for library and native tasks; a kernelbench task gives sizes.bench")

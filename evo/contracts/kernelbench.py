@@ -5,7 +5,13 @@ A problem file defines ``class Model(nn.Module)``, module-level size constants
 overrides the constants it names *where they are assigned*, so constants derived from them later in
 the file (``input_shape = (num_classes,)``) follow.
 
-The reference is ``Model`` run in float64 on the CPU. The candidate receives the forward inputs
+The reference is ``Model`` run in float64 on the CPU, in training mode by default, as KernelBench's own
+harness runs it (it never calls ``eval()``): BatchNorm normalizes with the batch's statistics. The config's
+``model_mode: eval`` runs ``Model.eval()`` instead (running statistics, Dropout off), for inference
+semantics. A forward that is random in its mode (Dropout with ``p > 0`` in training mode) is refused with
+that advice: no kernel can reproduce torch's random draws. A model whose layers behave differently in the
+two modes has its mode written under its source in `definition_text` (what the LLM reads; part of the
+task's key). The candidate receives the forward inputs
 (float ones rounded to the task dtype), then ``Model.state_dict()`` tensors in order, then the
 outputs. For checking, float parameters and buffers are redrawn at random: the contract must hold
 for any weights, not only the default init of ones and zeros.
@@ -34,6 +40,9 @@ DISTS = ("as_given", "wide", "ties")
 _WIDE = 4.0
 _TIE_LEVELS = 16
 # torch leaves the order among equal values to these (sort/argsort unless stable=True): no `ties` for them
+MODES = ("train", "eval")
+# layers whose forward depends on the mode (by class name, so a subclass or a Sync/Lazy variant counts too)
+_MODE_LAYERS = ("BatchNorm", "Dropout", "InstanceNorm", "RReLU")
 TIE_AMBIGUOUS = frozenset({"sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
                            "unique", "unique_consecutive"})
 
@@ -154,6 +163,7 @@ class KernelBenchTask(Task):
         dtype: str,
         seed_source: str | None = None,
         redraw_params: bool,
+        mode: str = "train",
     ) -> None:
         super().__init__()
         self.path = Path(path).resolve()
@@ -168,6 +178,8 @@ class KernelBenchTask(Task):
         missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in defined]
         if missing:
             raise TaskError(f"{self.path.name} is not a KernelBench problem: it lacks {', '.join(missing)}")
+        if mode not in MODES:
+            raise TaskError(f"KernelBench model_mode must be one of {', '.join(MODES)}, got {mode!r}")
         if dtype not in ("float32", "float16", "bfloat16", "float64"):
             raise TaskError(f"KernelBench dtype must be a float type, got {dtype!r}")
         self.name = self.path.stem
@@ -182,10 +194,43 @@ class KernelBenchTask(Task):
         self.tolerances = {}
         self.seed_source = seed_source
         self.redraw_params = redraw_params
+        self.mode = mode
         self._namespaces: dict[str, dict[str, Any]] = {}
+        self._forward_checked = False
+        self._mode_layers: list[str] | None = None
 
     def definition_text(self) -> str:
-        return self.source
+        """The problem's source, and under it the mode the reference runs in where the model has layers
+        that behave differently in the two modes."""
+        layers = self.mode_layers()
+        if not layers:
+            return self.source
+        how = ("training mode, as KernelBench's harness runs it: BatchNorm normalizes with the statistics of "
+               "the batch it is given (its running_mean/running_var inputs are not used), Dropout layers are "
+               "active" if self.mode == "train" else
+               "eval mode (Model.eval()): BatchNorm normalizes with its running_mean/running_var, Dropout is off")
+        return f"{self.source.rstrip()}\n\n# The reference runs Model in {how} (layers: {', '.join(layers)}).\n"
+
+    def check_forward(self) -> None:
+        """Run the reference once at the first check size: a forward that fails or is random is a
+        `TaskError` here, when the task is loaded, not a verdict on every candidate later."""
+        if self.check_sizes and not self._forward_checked:
+            self._draw(self.check_sizes[0], 0, self.dists[0])
+
+    def mode_layers(self) -> list[str]:
+        """Class names of the model's layers whose forward depends on train/eval mode (built on `meta`)."""
+        if self._mode_layers is None:
+            import torch
+
+            ns = self.namespace(self.check_sizes[0] if self.check_sizes else {})
+            try:
+                with torch.device("meta"):
+                    model = ns["Model"](*ns["get_init_inputs"]())
+            except Exception as e:
+                raise TaskError(f"{self.path.name}: building Model failed: {type(e).__name__}: {e}") from e
+            names = {type(m).__name__ for m in model.modules()}
+            self._mode_layers = sorted(n for n in names if any(k in n for k in _MODE_LAYERS))
+        return self._mode_layers
 
     def namespace(self, size: Size) -> dict[str, Any]:
         """The problem module executed with `size` overriding its constants."""
@@ -233,7 +278,7 @@ class KernelBenchTask(Task):
             state[name] = as_float64(host).reshape(t.shape) if t.is_floating_point() else t
         model = model.double()
         model.load_state_dict(state)
-        model.eval()
+        model.train(self.mode == "train")
         return model, [_to_host(x, self.dtype) for x in forward] + params
 
     def _draw(self, size: Size, seed: int, dist: str) -> tuple[list[Tensor], list[np.ndarray]]:
@@ -242,10 +287,36 @@ class KernelBenchTask(Task):
         model, inputs = self.model_and_inputs(size, seed, dist)
         n_forward = len(inputs) - len(model.state_dict())
         args = [as_float64(t) for t in inputs[:n_forward]]
-        with torch.no_grad():
-            out = model(*args)
+        outs = self._forward(model, args, size)
+        if not self._forward_checked:
+            torch.manual_seed(seed ^ 0xF0A1)  # other random draws: a random forward gives other outputs
+            again = self._forward(model, args, size)
+            if any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(outs, again, strict=True)):
+                raise TaskError(self._random_forward_message())
+            self._forward_checked = True
+        return inputs, outs
+
+    def _forward(self, model: Any, args: list[Any], size: Size) -> list[np.ndarray]:
+        import torch
+
+        try:
+            with torch.no_grad():
+                out = model(*args)
+        except Exception as e:
+            raise TaskError(f"{self.path.name}: Model's forward ({self.mode} mode) failed at size {size}: "
+                            f"{type(e).__name__}: {e}") from e
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        return inputs, [o.detach().numpy().copy() for o in outs]
+        return [o.detach().numpy().copy() for o in outs]
+
+    def _random_forward_message(self) -> str:
+        where = f" (layers: {', '.join(self.mode_layers())})" if self.mode_layers() else ""
+        if self.mode == "train":
+            return (f"{self.path.name}: Model's forward is random in training mode{where}: two runs on the same "
+                    "inputs differ, so no kernel can match it (a Dropout with p > 0 draws a new mask each call). "
+                    "Set `model_mode: eval` in the config's task section to check it with Dropout off "
+                    "(BatchNorm then uses its running statistics), or set the Dropout's p to 0")
+        return (f"{self.path.name}: Model's forward is random even in eval mode{where}: two runs on the same "
+                "inputs differ, so no kernel can match it; make the problem deterministic")
 
     def bench_case(self, size: Size, *, data: bool = True, draw: Case | None = None) -> BenchCase:
         """Inputs as for checking; output shapes from a forward pass on the meta device."""
@@ -257,6 +328,7 @@ class KernelBenchTask(Task):
         try:
             with torch.device("meta"):
                 meta_model = self.namespace(size)["Model"](*self.namespace(size)["get_init_inputs"]()).double()
+                meta_model.train(self.mode == "train")
                 args = [torch.empty(t.shape, dtype=torch.float64 if t.dtype in ("float32", "float16", "bfloat16",
                                                                                  "float64") else torch_dtype(t.dtype))
                         for t in inputs[:n_forward]]

@@ -17,10 +17,13 @@ def build_task(cfg: TaskConfig, base_dir: Path) -> Task:
         assert cfg.sizes is not None
         path = resolve_path(cfg.kernelbench, base_dir, "task.kernelbench")
         seed = resolve_path(cfg.seed, base_dir, "task.seed").read_text() if cfg.seed else None
-        task = KernelBenchTask(
+        problem = KernelBenchTask(
             path, check_sizes=cfg.sizes.check, bench_sizes=cfg.sizes.bench or cfg.sizes.check,
             dtype=cfg.dtype or "float32", seed_source=seed, redraw_params=cfg.redraw_params,
+            mode=cfg.model_mode,
         )
+        problem.check_forward()
+        task = problem
     else:
         if cfg.name:
             folder = TASK_LIBRARY / cfg.name
