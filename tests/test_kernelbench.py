@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from evo.contracts.candidate import Candidate
-from evo.contracts.config import EvaluationConfig
+from evo.contracts.config import EvaluationConfig, TaskConfig
 from evo.contracts.config_file import load_config
 from evo.contracts.kernelbench import KernelBenchTask, _tied
 from evo.contracts.task import TaskError
@@ -65,7 +65,8 @@ def test_state_dict_tensors_follow_the_inputs_and_are_redrawn():
     assert not np.all(weight == 1.0) and not np.all(bias == 0.0)  # not the default init
 
 
-@pytest.mark.parametrize("name", ["softmax", "layernorm", "cross_entropy", "argmax", "matmul_bf16", "gelu"])
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "cross_entropy", "argmax", "matmul_bf16", "gelu",
+                                  "batchnorm", "tanh"])
 def test_kernelbench_seeds_pass(name):
     task = task_from(name)
     assert task.seed_source is not None
@@ -146,3 +147,57 @@ def test_a_libdevice_function_costs_the_model_what_the_same_triton_op_costs():
     mine, theirs = with_libdevice.latency_detail["launches"][0], with_tl.latency_detail["launches"][0]
     assert mine["terms_us"]["sfu"] > 0 and mine["terms_us"] == theirs["terms_us"], (mine, theirs)
     assert mine["other_flops"] == theirs["other_flops"]
+
+
+def test_a_libdevice_function_without_a_triton_op_costs_the_model_more_than_one_op():
+    """libdevice.tanh has no builder op of its own: the model charges it the special-function and float
+    ops of libdevice's implementation (`LIBDEVICE_COSTS`), in the range of the same tanh written with
+    tl.exp and a division, where it used to be one float op and no special-function op at all."""
+    task, formula = seed_edited("tanh", "libdevice.tanh(x)", "tl.where(x < 0, -1.0, 1.0) * (1.0 - tl.exp(-2.0 * "
+                                "tl.abs(x))) / (1.0 + tl.exp(-2.0 * tl.abs(x)))")
+    with_libdevice, written_out = verdicts(task, str(task.seed_source), formula, level="full")
+    assert with_libdevice.ok and written_out.ok, (with_libdevice.reason, written_out.reason)
+    mine, theirs = with_libdevice.latency_detail["launches"][0], written_out.latency_detail["launches"][0]
+    elements = 16 * 4096
+    assert mine["other_flops"] >= 8 * elements and theirs["other_flops"] >= 8 * elements, (mine, theirs)
+    assert 0.5 <= mine["terms_us"]["sfu"] / theirs["terms_us"]["sfu"] <= 1.0, (mine, theirs)
+
+
+def test_a_model_runs_in_training_mode_as_kernelbench_runs_it_unless_the_config_says_eval(tmp_path):
+    """KernelBench's harness never calls eval(): its BatchNorm normalizes with the batch's statistics (the
+    seed does; `test_kernelbench_seeds_pass` runs it, a 0-d step counter among its inputs). A kernel that
+    uses the running statistics is right only in eval mode, and the seed only in training mode; the
+    mode is written under the source the LLM reads."""
+    train = task_from("batchnorm")
+    config = load_config(KB / "batchnorm.yaml").task.model_copy(update={"model_mode": "eval"})
+    evaluated = build_task(config, KB)
+    assert isinstance(evaluated, KernelBenchTask) and train.seed_source is not None
+    running = (KB / "seeds" / "batchnorm_running_stats.py").read_text()
+    [running_in_train] = verdicts(train, running, level="quick")
+    assert running_in_train.status.value == "wrong_output", running_in_train.reason
+    running_in_eval, seed_in_eval = verdicts(evaluated, running, train.seed_source, level="quick")
+    assert running_in_eval.ok, running_in_eval.reason
+    assert seed_in_eval.status.value == "wrong_output", seed_in_eval.reason
+    text = train.definition_text()
+    assert "runs Model in training mode" in text and "(layers: BatchNorm2d)" in text
+    assert "runs Model in eval mode" in evaluated.definition_text() and train.key != evaluated.key
+    assert task_from("softmax").definition_text() == (KB / "23_Softmax.py").read_text()  # no such layers
+
+
+def test_a_forward_that_is_random_is_refused_when_the_task_loads_with_the_way_out(tmp_path):
+    source = (KB / "23_Softmax.py").read_text()
+    source = source.replace("torch.softmax(x, dim=1)", "torch.softmax(self.drop(x), dim=1)").replace(
+        "super().__init__()", "super().__init__()\n        self.drop = nn.Dropout(0.25)")
+    assert "nn.Dropout(0.25)" in source and "self.drop(x)" in source
+    (tmp_path / "drop.py").write_text(source)
+    config = load_config(KB / "softmax.yaml").task.model_copy(update={"kernelbench": "drop.py", "seed": None})
+    with pytest.raises(TaskError, match=r"random in training mode \(layers: Dropout\).*`model_mode: eval`"):
+        build_task(config, tmp_path)
+    task = build_task(config.model_copy(update={"model_mode": "eval"}), tmp_path)  # Dropout off: deterministic
+    expected = task.case_data(task.cases(draws=1)[0]).expected[0]
+    assert np.allclose(expected.sum(axis=1), 1.0)
+
+
+def test_model_mode_is_for_kernelbench_problems_only():
+    with pytest.raises(ValueError, match="model_mode is for kernelbench tasks"):
+        TaskConfig(name="softmax", model_mode="eval")

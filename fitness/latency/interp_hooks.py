@@ -61,6 +61,29 @@ _SFU = {
     "create_approx_divf",
 }
 
+# libdevice functions the interpreter runs through `create_libdevice_elementwise` (those with a builder op
+# of their own, exp/log/sqrt/sin/cos/erf/floor..., are counted as that op): per element, (special-function
+# ops, other float ops) of one call, after the shape of libdevice's float implementations (a range
+# reduction, a polynomial, one or two MUFU instructions, special-case fix-ups). Estimates, not
+# measurements (no GPU calibrated them), but no longer one op for a tanh or a pow; anything not listed
+# costs LIBDEVICE_DEFAULT.
+LIBDEVICE_COSTS: dict[str, tuple[int, int]] = {
+    **dict.fromkeys(("abs", "copysign", "trunc", "round", "rint", "nearbyint", "saturatef", "add_rn", "sub_rn",
+                     "mul_rn", "isnan", "isinf", "signbit", "finitef", "isfinited"), (0, 1)),
+    **dict.fromkeys(("fma", "fma_rn", "fdim"), (0, 2)), "nextafter": (0, 4),
+    **dict.fromkeys(("fast_log2f", "fast_sinf", "fast_cosf", "fast_tanhf", "rsqrt_rn"), (1, 0)),
+    **dict.fromkeys(("fast_expf", "fast_exp10f", "fast_logf", "fast_log10f", "fast_dividef"), (1, 1)),
+    "fast_powf": (2, 1), "fast_tanf": (3, 0), "div_rn": (1, 8),
+    **dict.fromkeys(("exp10", "log10"), (1, 4)), "expm1": (1, 10), "log1p": (1, 12),
+    **dict.fromkeys(("sinpi", "cospi"), (1, 8)), "tan": (2, 20),
+    **dict.fromkeys(("asin", "acos", "atan"), (1, 14)), "atan2": (1, 18),
+    **dict.fromkeys(("sinh", "cosh"), (2, 8)), "tanh": (2, 10), **dict.fromkeys(("asinh", "acosh"), (2, 14)),
+    "atanh": (1, 12), **dict.fromkeys(("cbrt", "rcbrt"), (2, 8)), "hypot": (1, 8), "pow": (2, 30),
+    **dict.fromkeys(("fmod", "remainder"), (0, 24)), "erfc": (1, 14), "normcdf": (1, 16),
+    **dict.fromkeys(("lgamma", "tgamma"), (3, 40)),
+}
+LIBDEVICE_DEFAULT = (2, 16)
+
 
 class OutOfBounds(Exception):
     """A sampled program loaded or stored outside every buffer of its launch."""
@@ -399,13 +422,20 @@ class Recorder:
             out.attr[_ROUND] = self._open
 
     # -- compute --------------------------------------------------------------------------------
-    def op(self, name: str, handles: list[Any], out: Any) -> None:
+    def op(self, name: str, handles: list[Any], out: Any, libdevice: str = "") -> None:
+        """One element-wise op (`libdevice`: the function a ``create_libdevice_elementwise`` computes)."""
         if any(h.attr.get(TAINT) for h in handles):
             out.attr[TAINT] = True
         if name in _CASTS and handles and _ROUND in handles[0].attr:
             out.attr[_ROUND] = handles[0].attr[_ROUND]
         n = int(np.asarray(out.data).size)
         w = self.weight
+        if libdevice:  # its float arguments decide the work; a predicate's int32 result does not
+            sfu, alu = LIBDEVICE_COSTS.get(libdevice, LIBDEVICE_DEFAULT)
+            self.program.warp_instructions += self._instructions(n) * max(1, sfu + alu) * w
+            self.program.alu_flops += n * alu * w
+            self.program.sfu_ops += n * sfu * w
+            return
         is_float = str(out.dtype).startswith(("fp", "bf"))
         self.program.warp_instructions += self._instructions(n) * (1.0 if is_float else 0.25) * w
         if is_float:

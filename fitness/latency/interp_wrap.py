@@ -96,7 +96,8 @@ def wrap_builder_method(rec: Recorder, name: str, fn: Callable[..., Any]) -> Cal
         elif name == "create_masked_store":
             pass
         elif isinstance(out, TensorHandle) and name not in _FREE:
-            rec.op(name, handles, out)
+            fn_name = args[0] if name == "create_libdevice_elementwise" and args and isinstance(args[0], str) else ""
+            rec.op(name, handles, out, libdevice=fn_name)
         elif isinstance(out, TensorHandle) and any(h.attr.get(TAINT) for h in handles):
             out.attr[TAINT] = True
         return out
