@@ -16,6 +16,7 @@ from evo.contracts.task import TaskError
 from evo.contracts.task_loader import build_task
 from evo.contracts.verdict import Evaluation
 from fitness.evaluate import Evaluator
+from fitness.latency.cuda import task_info
 
 from .conftest import candidate
 
@@ -66,7 +67,7 @@ def test_state_dict_tensors_follow_the_inputs_and_are_redrawn():
 
 
 @pytest.mark.parametrize("name", ["softmax", "layernorm", "cross_entropy", "argmax", "matmul_bf16", "gelu",
-                                  "batchnorm", "tanh"])
+                                  "batchnorm", "tanh", "scalar"])
 def test_kernelbench_seeds_pass(name):
     task = task_from(name)
     assert task.seed_source is not None
@@ -201,3 +202,26 @@ def test_a_forward_that_is_random_is_refused_when_the_task_loads_with_the_way_ou
 def test_model_mode_is_for_kernelbench_problems_only():
     with pytest.raises(ValueError, match="model_mode is for kernelbench tasks"):
         TaskConfig(name="softmax", model_mode="eval")
+
+
+def test_a_number_among_the_forward_inputs_reaches_launch_as_a_0d_tensor_and_is_widened_too(tmp_path):
+    """5_Matrix_scalar_multiplication's get_inputs() returns [A, 3.14]: launch gets s as a 0-d float32
+    tensor, the reference the number; the wide draws scale it as they scale A, so a kernel that wrote
+    3.14 in is wrong there."""
+    task = task_from("scalar")
+    case = task.cases(draws=1)[0]
+    data = task.case_data(case)
+    assert data.inputs[1].shape == () and data.inputs[1].dtype == "float32"
+    assert float(data.inputs[1].data) == pytest.approx(3.14)
+    assert task.reference_args(data.inputs)[1] == pytest.approx(3.14)
+    assert task_info(task, case.size)["scalars"] == [1] and task_info(task, case.size)["mode"] == "train"
+    assert task.bytes_moved({"M": 4, "N": 8}) == 2 * 4 * 8 * 4  # A and C; the number is no traffic
+    assert task.seed_source is not None
+    [hardcoded] = verdicts(task, task.seed_source.replace("s = tl.load(s_ptr)", "s = 3.14"), level="full")
+    assert hardcoded.status.value == "wrong_output" and "(wide)" in hardcoded.reason, hardcoded.reason
+    (tmp_path / "text.py").write_text((KB / "5_Matrix_scalar_multiplication.py").read_text().replace(
+        "s = 3.14", "s = 'x'"))
+    bad = KernelBenchTask(tmp_path / "text.py", check_sizes=[{"M": 2, "N": 2}], bench_sizes=[], dtype="float32",
+                          redraw_params=True)
+    with pytest.raises(TaskError, match=r"get_inputs\(\) item 1 is str, not a tensor or a number"):
+        bad.check_forward()

@@ -77,9 +77,8 @@ def _params_matter(task: KernelBenchTask) -> Finding:
     if not float_params:
         return Finding("parameters matter", True, "the model has no float parameters")
     other, _ = task.model_and_inputs(size, case.seed, case.dist, param_seed=case.seed + 1)
-    from evo.contracts.kernelbench import as_float64
 
-    args = [as_float64(t) for t in inputs[: len(inputs) - n_params]]
+    args = task.reference_args(inputs[: len(inputs) - n_params])
     with torch.no_grad():
         a, b = model(*args), other(*args)
     a = a[0] if isinstance(a, (tuple, list)) else a

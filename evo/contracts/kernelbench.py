@@ -11,10 +11,11 @@ harness runs it (it never calls ``eval()``): BatchNorm normalizes with the batch
 semantics. A forward that is random in its mode (Dropout with ``p > 0`` in training mode) is refused with
 that advice: no kernel can reproduce torch's random draws. A model whose layers behave differently in the
 two modes has its mode written under its source in `definition_text` (what the LLM reads; part of the
-task's key). The candidate receives the forward inputs
-(float ones rounded to the task dtype), then ``Model.state_dict()`` tensors in order, then the
-outputs. For checking, float parameters and buffers are redrawn at random: the contract must hold
-for any weights, not only the default init of ones and zeros.
+task's key). The candidate receives the forward inputs (float ones rounded to the task dtype; a number
+among them, as 5_Matrix_scalar_multiplication's ``s = 3.14``, as a 0-d tensor of the task dtype, or
+int64 for an int, which the reference gets back as the number), then ``Model.state_dict()`` tensors in
+order, then the outputs. For checking, float parameters and buffers are redrawn at random: the contract
+must hold for any weights, not only the default init of ones and zeros.
 
 Value distributions of the float forward inputs: ``as_given`` (``get_inputs()``'s own), ``wide`` (4x
 them) and ``ties`` (each value replaced by the nearest of 16 values of the same draw, so values repeat
@@ -197,6 +198,7 @@ class KernelBenchTask(Task):
         self.mode = mode
         self._namespaces: dict[str, dict[str, Any]] = {}
         self._forward_checked = False
+        self._scalars: frozenset[int] = frozenset()  # positions of numbers among get_inputs()'s items
         self._mode_layers: list[str] | None = None
 
     def definition_text(self) -> str:
@@ -259,9 +261,9 @@ class KernelBenchTask(Task):
             forward = list(ns["get_inputs"]())
         except Exception as e:
             raise TaskError(f"{self.path.name}: building Model or inputs failed: {type(e).__name__}: {e}") from e
-        for i, x in enumerate(forward):
-            if not isinstance(x, torch.Tensor):
-                raise TaskError(f"{self.path.name}: get_inputs() item {i} is {type(x).__name__}, not a tensor")
+        self._scalars = self._scalar_positions(forward)
+        forward = [x if isinstance(x, torch.Tensor) else
+                   torch.tensor(x, dtype=torch.float64 if isinstance(x, float) else torch.int64) for x in forward]
         if dist == "wide":
             forward = [x * _WIDE if x.is_floating_point() else x for x in forward]
         elif dist == "ties":
@@ -281,12 +283,32 @@ class KernelBenchTask(Task):
         model.train(self.mode == "train")
         return model, [_to_host(x, self.dtype) for x in forward] + params
 
+    def _scalar_positions(self, forward: list[Any]) -> frozenset[int]:
+        """Which of get_inputs()'s items are numbers (they reach launch as 0-d tensors); anything but a
+        tensor or a number is a `TaskError`."""
+        import torch
+
+        scalars = set()
+        for i, x in enumerate(forward):
+            if isinstance(x, (int, float)) and not isinstance(x, bool):
+                scalars.add(i)
+            elif not isinstance(x, torch.Tensor):
+                raise TaskError(f"{self.path.name}: get_inputs() item {i} is {type(x).__name__}, "
+                                "not a tensor or a number")
+        return frozenset(scalars)
+
+    def reference_args(self, forward: list[Tensor]) -> list[Any]:
+        """The candidate's forward inputs as the float64 reference takes them: tensors, and the numbers of
+        get_inputs() as numbers again (an op may want a Python float, as `negative_slope` does)."""
+        args: list[Any] = [as_float64(t) for t in forward]
+        return [a.item() if i in self._scalars else a for i, a in enumerate(args)]
+
     def _draw(self, size: Size, seed: int, dist: str) -> tuple[list[Tensor], list[np.ndarray]]:
         import torch
 
         model, inputs = self.model_and_inputs(size, seed, dist)
         n_forward = len(inputs) - len(model.state_dict())
-        args = [as_float64(t) for t in inputs[:n_forward]]
+        args = self.reference_args(inputs[:n_forward])
         outs = self._forward(model, args, size)
         if not self._forward_checked:
             torch.manual_seed(seed ^ 0xF0A1)  # other random draws: a random forward gives other outputs
@@ -332,6 +354,8 @@ class KernelBenchTask(Task):
                 args = [torch.empty(t.shape, dtype=torch.float64 if t.dtype in ("float32", "float16", "bfloat16",
                                                                                  "float64") else torch_dtype(t.dtype))
                         for t in inputs[:n_forward]]
+                given = self.reference_args(inputs[:n_forward])
+                args = [given[i] if i in self._scalars else a for i, a in enumerate(args)]
                 out = meta_model(*args)
         except Exception as e:
             raise TaskError(f"{self.path.name}: forward on the meta device failed: {type(e).__name__}: {e}") from e
@@ -344,6 +368,10 @@ class KernelBenchTask(Task):
     def forward_count(self, size: Size) -> int:
         """How many of the candidate's inputs are forward inputs (the rest are Model parameters)."""
         return len(list(self.namespace(size)["get_inputs"]()))
+
+    def scalar_positions(self, size: Size) -> list[int]:
+        """Which forward inputs are numbers that `launch` receives as 0-d tensors."""
+        return sorted(self._scalar_positions(list(self.namespace(size)["get_inputs"]())))
 
     def bytes_moved(self, size: Size) -> float | None:
         """Minimum traffic: every input, parameter and output once (shapes found on `meta`)."""
@@ -363,7 +391,8 @@ class KernelBenchTask(Task):
         item = dtypes.itemsize(self.dtype)
         total = 0
         for t in [*forward, *model.state_dict().values(), *outs]:
-            total += t.numel() * (item if t.is_floating_point() else t.element_size())
+            if isinstance(t, torch.Tensor):  # not a number among the forward inputs
+                total += t.numel() * (item if t.is_floating_point() else t.element_size())
         return float(total)
 
     @property

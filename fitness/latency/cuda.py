@@ -50,7 +50,8 @@ def task_info(task: Task, size: dict[str, Any]) -> dict[str, Any]:
     """What the worker needs to rebuild the task's torch reference."""
     if isinstance(task, KernelBenchTask):
         return {"kind": "kernelbench", "path": str(task.path), "size": size, "dtype": task.dtype,
-                "n_forward": task.forward_count(size)}
+                "n_forward": task.forward_count(size), "mode": task.mode,
+                "scalars": task.scalar_positions(size)}
     if isinstance(task, NativeTask):
         return {"kind": "native", "path": str(task.path), "size": size, "dtype": task.dtype}
     return {"kind": "none"}

@@ -135,18 +135,22 @@ class BenchOps:
         else:
             from evo.contracts.kernelbench import KernelBenchTask, torch_dtype
 
+            mode = str(t.get("mode", "train"))  # as the CPU check runs it (`KernelBenchTask.mode`)
             kb = KernelBenchTask(t["path"], check_sizes=[t["size"]], bench_sizes=[t["size"]], dtype=t["dtype"],
-                                 redraw_params=False)
+                                 redraw_params=False, mode=mode)
             ns = kb.namespace(t["size"])
             model = ns["Model"](*ns["get_init_inputs"]())
             n_forward = int(t["n_forward"])
             state = dict(zip(model.state_dict().keys(), st.inputs[0][n_forward:]))
             model.load_state_dict(state)
-            model = model.to(self.device, dtype=torch.float64 if float64 else torch_dtype(t["dtype"])).eval()
+            model = model.to(self.device, dtype=torch.float64 if float64 else torch_dtype(t["dtype"]))
+            model.train(mode == "train")
+
+            scalars = frozenset(int(i) for i in t.get("scalars", []))  # numbers of get_inputs(), as numbers
 
             def fn(*tensors: Any, model: Any = model, n: int = n_forward) -> Any:
                 with torch.no_grad():
-                    return model(*tensors[:n])
+                    return model(*(x.item() if i in scalars else x for i, x in enumerate(tensors[:n])))
 
         if compiled:
             fn = torch.compile(fn)
