@@ -11,7 +11,7 @@ import torch
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, TaskConfig
 from evo.contracts.config_file import load_config
-from evo.contracts.kernelbench import KernelBenchTask, _tied
+from evo.contracts.kernelbench import KernelBenchTask, _depends_on_mode, _tied
 from evo.contracts.task import TaskError
 from evo.contracts.task_loader import build_task
 from evo.contracts.verdict import Evaluation
@@ -183,6 +183,16 @@ def test_a_model_runs_in_training_mode_as_kernelbench_runs_it_unless_the_config_
     assert "runs Model in training mode" in text and "(layers: BatchNorm2d)" in text
     assert "runs Model in eval mode" in evaluated.definition_text() and train.key != evaluated.key
     assert task_from("softmax").definition_text() == (KB / "23_Softmax.py").read_text()  # no such layers
+
+
+def test_only_layers_that_behave_differently_in_the_two_modes_are_named():
+    nn = torch.nn
+    differ = [nn.BatchNorm2d(3), nn.InstanceNorm2d(3, track_running_stats=True), nn.Dropout(0.1),
+              nn.Dropout2d(0.2), nn.RReLU()]
+    same = [nn.BatchNorm1d(3, track_running_stats=False), nn.InstanceNorm2d(3), nn.Dropout(0.0), nn.ReLU(),
+            nn.LayerNorm(3)]
+    assert [_depends_on_mode(m) for m in differ] == [True] * 5
+    assert [_depends_on_mode(m) for m in same] == [False] * 5
 
 
 def test_a_forward_that_is_random_is_refused_when_the_task_loads_with_the_way_out(tmp_path):

@@ -42,8 +42,17 @@ _WIDE = 4.0
 _TIE_LEVELS = 16
 # torch leaves the order among equal values to these (sort/argsort unless stable=True): no `ties` for them
 MODES = ("train", "eval")
-# layers whose forward depends on the mode (by class name, so a subclass or a Sync/Lazy variant counts too)
-_MODE_LAYERS = ("BatchNorm", "Dropout", "InstanceNorm", "RReLU")
+
+
+def _depends_on_mode(layer: Any) -> bool:
+    """Whether a layer's forward differs between train and eval mode (known by class name, so a subclass or
+    a Sync/Lazy variant counts too): a norm that tracks running statistics, a Dropout with p > 0, RReLU."""
+    name = type(layer).__name__
+    if "BatchNorm" in name or "InstanceNorm" in name:
+        return bool(getattr(layer, "track_running_stats", False))
+    if "Dropout" in name:
+        return float(getattr(layer, "p", 1.0)) > 0
+    return "RReLU" in name
 TIE_AMBIGUOUS = frozenset({"sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
                            "unique", "unique_consecutive"})
 
@@ -230,8 +239,7 @@ class KernelBenchTask(Task):
                     model = ns["Model"](*ns["get_init_inputs"]())
             except Exception as e:
                 raise TaskError(f"{self.path.name}: building Model failed: {type(e).__name__}: {e}") from e
-            names = {type(m).__name__ for m in model.modules()}
-            self._mode_layers = sorted(n for n in names if any(k in n for k in _MODE_LAYERS))
+            self._mode_layers = sorted({type(m).__name__ for m in model.modules() if _depends_on_mode(m)})
         return self._mode_layers
 
     def namespace(self, size: Size) -> dict[str, Any]:
