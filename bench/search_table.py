@@ -54,6 +54,7 @@ from evo.app.sweep_ref import (
     SAME_WITHIN,
     SWEEP_VERSION,
     SWEEPS,
+    as_of,
     compared,
     reference_of,
     version_gap,
@@ -134,8 +135,8 @@ def rows_of(path: Path, output: Path | None, sweeps: Path, saved: dict[tuple[str
         if curves:
             ordered = tuple(curves[s] for s in sorted(curves))
             key = next((c.reference_key for c in ordered if c.reference_key), None)
-            found.rows.append(Row(task, f"{name}/{variant}", llm, ordered,
-                                  reference_of(key, sweeps) if key else None))
+            ref = as_of(reference_of(key, sweeps), {c.model_version for c in ordered}) if key else None
+            found.rows.append(Row(task, f"{name}/{variant}", llm, ordered, ref))
     return found
 
 

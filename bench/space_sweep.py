@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from evo.app.sweep_ref import KNOWN_VERSION, SWEEP_VERSION, SWEEPS, load_sweeps, sweep_key
+from evo.app.sweep_ref import KNOWN_VERSION, SWEEP_VERSION, SWEEPS, load_sweeps, sweep_key, with_earlier
 from evo.contracts.candidate import Candidate, space_point, space_size
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
@@ -72,7 +72,7 @@ def sweep(name: str, settings: EvaluationConfig, *, max_points: int | None = Non
           do_sweep: bool = True, workload: str | None = None) -> dict[str, Any]:
     """The sweep's entry for one task; without `do_sweep` (or past `max_points`) the known-better only."""
     folder = task_folder(name)
-    name = folder.name
+    given, name = name, folder.name
     task = NativeTask(folder)
     if workload:
         task.use_workload(workload)
@@ -99,6 +99,7 @@ def sweep(name: str, settings: EvaluationConfig, *, max_points: int | None = Non
             if known and k_version:
                 versions[KNOWN_VERSION] = k_version
     out: dict[str, Any] = {"task": name, "task_key": task.key, "latency_source": source, "gpu": gpu,
+                           **({"source": given} if given != name else {}),  # a folder outside the library
                            **({"workload": workload, "bench_tag": task.bench_tag} if workload else {}),
                            "points": len(grid), "known_better_speedup": round(known, 4) if known else None,
                            "measured": time.strftime("%Y-%m-%d"), **versions}
@@ -130,7 +131,7 @@ def main() -> int:
         key = sweep_key(r["task_key"], r["latency_source"], r["gpu"], r.get("bench_tag", ""))
         sweeps = load_sweeps(args.output)  # read again: another sweep may have written its task meanwhile
         old = sweeps.get(key, {})
-        sweeps[key] = {**old, **r} if "best_speedup" not in r else r
+        sweeps[key] = {**old, **r} if "best_speedup" not in r else with_earlier(old, r)
         known = f"known-better {r['known_better_speedup']:.3f}x" if r["known_better_speedup"] else "no known-better"
         if "best_speedup" in r:
             print(f"{name}: best {r['best_speedup']:.3f}x over the seed at {r['best_params']} "

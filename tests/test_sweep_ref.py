@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from bench import space_sweep
-from evo.app.sweep_ref import SWEEPS, load_sweeps, sweep_key, sweep_words, version_gap
+from evo.app.sweep_ref import SWEEPS, as_of, load_sweeps, sweep_key, sweep_words, version_gap, with_earlier
 from evo.contracts.candidate import Candidate
 from evo.contracts.verdict import Evaluation, LatencySource, Status
 
@@ -86,6 +86,34 @@ def test_modelled_figures_compare_only_within_one_version_of_the_latency_model(t
     assert "sweep 2.000x: not compared: the cached figure was modelled by latency model unrecorded" in words("aaa")
     assert "(sweep again: python bench/space_sweep.py softmax --workload serving)" in version_gap(
         {**entry, "workload": "serving"}, "model_version", {"aaa"})
+
+
+def test_a_sweep_by_a_new_model_version_keeps_the_earlier_figures_for_the_runs_that_version_modelled(tmp_path):
+    """A model edit comes with a new sweep; results the old version modelled (an ablation table's rows)
+    still compare with the old version's sweep, and each version only with its own."""
+    old = {"task": "softmax", "latency_source": "model", "points": 35, "evaluations": 35, "seconds": 66.0,
+           "best_speedup": 2.0, "draws_to_95": 4.0, "known_better_speedup": 3.0,
+           "model_version": "aaa", "known_better_model_version": "aaa"}
+    new = {**old, "best_speedup": 2.2, "known_better_speedup": 3.3, "model_version": "ccc",
+           "known_better_model_version": "ccc"}
+    entry = with_earlier(old, new)
+    assert entry["model_version"] == "ccc" and entry["earlier"] == {"aaa": old}
+    newest = with_earlier(entry, {**new, "best_speedup": 2.4, "model_version": "eee"})
+    assert set(newest["earlier"]) == {"aaa", "ccc"} and newest["earlier"]["ccc"]["best_speedup"] == 2.2
+    assert "earlier" not in newest["earlier"]["ccc"]
+    assert with_earlier(new, {**new, "seconds": 70.0}) == {**new, "seconds": 70.0}  # the same version: replaced
+    path = tmp_path / "sweeps.json"
+    path.write_text(json.dumps({sweep_key("softmax-abc", "model", "h100"): entry}))
+
+    def words(version: str) -> str:
+        s = summary(2.5)
+        s["best"] = {**s["best"], "model_version": version}  # type: ignore[dict-item]
+        return sweep_words(s, path)
+
+    assert "sweep 2.000x: 25.0% above the sweep" in words("aaa") and words("aaa").endswith("16.7% below it")
+    assert "sweep 2.200x: 13.6% above the sweep" in words("ccc") and words("ccc").endswith("24.2% below it")
+    assert words("ddd").count("not compared") == 2
+    assert as_of(entry, {"aaa", "ccc"}) is entry  # runs of two versions: no one version's figures
 
 
 def test_the_committed_sweeps_name_their_task_keys_and_are_well_formed():
@@ -175,3 +203,6 @@ def test_a_task_folder_outside_the_library_is_swept_by_its_path(tmp_path, monkey
     assert ref["task"] == "row_moments" and ref["task_key"].startswith("row_moments-")
     assert (ref["points"], ref["best_speedup"], ref["known_better_speedup"]) == (35, 8.192, None)
     assert len(FakeEvaluator.evaluated) == 35  # no known-better kernel there
+    folder = str(ROOT / "examples" / "row_moments")  # and a sweep by another model version is redone by its path
+    assert ref["source"] == folder and version_gap(ref, "model_version", {"other"}).endswith(
+        f"(sweep again: python bench/space_sweep.py {folder})")

@@ -23,7 +23,7 @@ from evo.app.ablation_config import Ablation
 from evo.app.ablation_stats import LEVELS, AblationResults, analyse, markdown_tables, to_csv, version_words
 from evo.app.run_data import load_run
 from evo.app.run_store import RunStoreError
-from evo.app.sweep_ref import KNOWN_VERSION, SWEEP_VERSION, SWEEPS, compared, reference_of, version_gap
+from evo.app.sweep_ref import KNOWN_VERSION, SWEEP_VERSION, SWEEPS, as_of, compared, reference_of, version_gap
 from evo.app.trace import Trace, trace_of
 
 
@@ -81,7 +81,7 @@ def reference_words(results: AblationResults, traces: dict[str, list[tuple[int, 
     """Each variant's median best against the cached sweep of the seed's SPACE and the task's
     known-better kernel, when `bench/data/space_sweeps.json` has the task ('' otherwise)."""
     summary = next((t.run.summary for ts in traces.values() for _, t in ts if t.run.summary), None)
-    ref = reference_of(summary, sweeps) if summary else None
+    ref = as_of(reference_of(summary, sweeps), set(results.model_versions)) if summary else None
     if not ref:
         return ""
     refs = [(f"the exhaustive sweep of the seed's SPACE ({ref['points']} points)", "the sweep",

@@ -8,7 +8,9 @@ Modelled figures vary a little between runs (the model samples programs from the
 a difference within about 1% is "the same as the sweep", not a win. Modelled figures compare only when
 one version of the latency model made both (`fitness.latency.model_version`): an entry records the
 version of its sweep and of its known-better figure, and a run modelled by another version (or an entry
-from before versions were kept) is told to sweep again instead of being compared.
+from before versions were kept) is told to sweep again instead of being compared. A sweep by a new model
+version keeps the entry's figures of the versions before it under ``earlier`` (`as_of`), so that
+results those versions modelled (an ablation table's rows) still compare with their own version's sweep.
 """
 
 from __future__ import annotations
@@ -45,6 +47,31 @@ SWEEP_VERSION = "model_version"  # an entry's field: the model version of its sw
 KNOWN_VERSION = "known_better_model_version"  # ... and of its known-better figure
 
 
+EARLIER = "earlier"  # an entry's field: {model version: that version's figures of the entry}
+
+
+def as_of(ref: dict[str, Any] | None, versions: set[str]) -> dict[str, Any] | None:
+    """The entry as the one model version in `versions` saw it: its figures from `earlier` where that
+    version made them and a later one swept again (the entry itself otherwise)."""
+    if not ref or len(versions) != 1:
+        return ref
+    [version] = versions
+    then = (ref.get(EARLIER) or {}).get(version)
+    if not version or ref.get(SWEEP_VERSION) == version or not isinstance(then, dict):
+        return ref
+    return {**{k: v for k, v in ref.items() if k != EARLIER}, **then}
+
+
+def with_earlier(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The new sweep's entry, keeping the old entry's figures under `earlier` when another (recorded)
+    model version made them."""
+    earlier = dict(old.get(EARLIER) or {})
+    version = str(old.get(SWEEP_VERSION) or "")
+    if version and version != new.get(SWEEP_VERSION) and old.get("best_speedup"):
+        earlier[version] = {k: v for k, v in old.items() if k != EARLIER}
+    return {**new, EARLIER: earlier} if earlier else new
+
+
 def model_of(summary: dict[str, Any]) -> str:
     """The latency model version of a run's best kernel ('' where not modelled or not recorded)."""
     return str((summary.get("best") or {}).get("model_version") or "")
@@ -61,7 +88,8 @@ def version_gap(ref: dict[str, Any], field: str, versions: set[str]) -> str:
     mine = ", ".join(sorted(v or "unrecorded" for v in versions)) or "unrecorded"
     workload = f" --workload {ref['workload']}" if ref.get("workload") else ""
     return (f"not compared: the cached figure was modelled by latency model {theirs or 'unrecorded'}, the run(s) "
-            f"by {mine} (sweep again: python bench/space_sweep.py {ref.get('task', 'TASK')}{workload})")
+            f"by {mine} (sweep again: python bench/space_sweep.py {ref.get('source') or ref.get('task', 'TASK')}"
+            f"{workload})")
 
 
 def compared(speedup: float, reference: float, what: str) -> str:
@@ -75,10 +103,10 @@ def sweep_words(summary: dict[str, Any], path: Path = SWEEPS) -> str:
     """One line comparing the run's best with the cached sweep of its seed's SPACE and with the task's
     known-better kernel ('' without either)."""
     speedup = (summary.get("best") or {}).get("speedup_over_seed")
-    ref = reference_of(summary, path)
+    versions = {model_of(summary)}
+    ref = as_of(reference_of(summary, path), versions)
     if not ref or not speedup:
         return ""
-    versions = {model_of(summary)}
     known = ref.get("known_better_speedup")
     known_gap = version_gap(ref, KNOWN_VERSION, versions)
     known_words = (f"the task's known-better kernel: {known:.3f}x, the campaign "
