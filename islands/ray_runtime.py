@@ -45,9 +45,11 @@ class RayRuntime:
         return {k: float(v) for k, v in ray.available_resources().items()}
 
     def died(self, e: BaseException) -> bool:
-        from ray.exceptions import RayActorError
+        """The actor is gone: it died, or Ray's memory monitor killed its worker (an `OutOfMemoryError`,
+        not a `RayActorError`, though the actor is as dead: it is restored or replaced like any other)."""
+        from ray.exceptions import OutOfMemoryError, RayActorError
 
-        return isinstance(e, RayActorError)
+        return isinstance(e, (RayActorError, OutOfMemoryError))
 
     def failed(self, e: BaseException) -> bool:
         from ray.exceptions import RayActorError, RayTaskError

@@ -149,6 +149,42 @@ def test_a_killed_island_actor_is_restored_from_its_checkpoint(ray_cluster, tmp_
     assert cp is not None and unpack(cp.islands[0])["generation"] == 2
 
 
+OOM_MESSAGE = (
+    "Task was killed due to the node running low on memory.\nMemory on the node (IP: 127.0.0.1, ID: 953e) where "
+    "the task (actor ID: 05f1, name=IslandActor.__init__, pid=4242, memory used=0.31GB) was running was "
+    "22.81GB / 23.99GB (0.950817), which exceeds the memory usage threshold of 0.95. Ray killed this worker "
+    "because it was the most recently scheduled task.\nRefer to the documentation on how to address the out of "
+    "memory issue: https://docs.ray.io/en/latest/ray-observability/user-guides/debug-apps/debug-memory.html.")
+
+
+def test_an_island_ray_killed_for_memory_is_restored_and_the_message_says_out_of_memory(ray_cluster, tmp_path):
+    """Ray's memory monitor kills a worker and its caller gets an OutOfMemoryError, not a RayActorError:
+    the actor is as dead, and its island is restored from its checkpoint (the run failed outright, with
+    Ray's closing advice as its reason)."""
+    import ray
+    from ray.exceptions import OutOfMemoryError, RayActorError
+
+    c, out = campaign(write_config(tmp_path, budget={"generations": 3}))
+    c.start()
+    c.advance()
+    real_get = c.rt.get
+
+    def get_as_after_an_oom_kill(refs: object, timeout: float | None = None) -> object:
+        try:
+            return real_get(refs, timeout)
+        except RayActorError:
+            raise OutOfMemoryError(OOM_MESSAGE) from None
+
+    c.rt.get = get_as_after_an_oom_kill  # type: ignore[method-assign]
+    os.kill(ray.get(c.actors[0].pid.remote()), signal.SIGKILL)
+    c.advance()
+    c.finish("finished", "test")
+    [restored] = events(c.store.path, "island_restored")
+    assert restored["island"] == 0 and "out of memory: Task was killed due to the node running low on memory. " \
+        "(node memory 22.81GB / 23.99GB in use)" in restored["error"], restored
+    assert "island 0 died (out of memory" in out.getvalue() and [r.generation for r in c.rows] == [1, 1]
+
+
 def advance_until_the_faults(c: Campaign) -> tuple[list[dict], dict[str, dict]]:
     """Generations until the fault mutator has fired (it does when first chosen, weights 1:1), then
     finish; the history (nothing evaluated twice) and the fault candidates' verdicts by note."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import re
 import secrets
 import time
 from typing import Any
@@ -69,11 +70,20 @@ def busy_words(busy: dict[str, Any]) -> str:
             f"{busy['slot_compile_s']:.0f} s{ahead})")
 
 
+_OOM_USE = re.compile(r"was running was ([\d.]+ ?[KMGT]?B ?/ ?[\d.]+ ?[KMGT]?B)")
+
+
 def _last_line(e: BaseException) -> str:
-    """The error's last line; a built-in exception keeps its type (a KeyError's message alone is a key)."""
+    """The error's last line; a built-in exception keeps its type (a KeyError's message alone is a key).
+    Ray's out-of-memory kill ends with advice on its settings: its first line and the memory figures say
+    what happened."""
     lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
     if not lines:
         return type(e).__name__
+    if type(e).__name__ == "OutOfMemoryError" or "running low on memory" in lines[0]:
+        use = _OOM_USE.search(str(e))
+        return (f"out of memory: {lines[0].strip()}" + (f" (node memory {use.group(1)} in use)" if use else "")
+                + " Give the run more memory or fewer evaluators per node, or stop what else runs there")
     return f"{type(e).__name__}: {lines[-1]}" if type(e).__module__ == "builtins" else lines[-1]
 
 
