@@ -69,6 +69,13 @@ def test_check_validates_a_kernelbench_task():
     assert p.returncode == 0, p.stdout + p.stderr
     v = last_json(p.stdout)
     assert v["ok"] and any(f["name"] == "parameters matter" and f["ok"] for f in v["findings"])
+    assert "check sizes)" in p.stderr + p.stdout  # a LayerNorm behaves alike in both modes: no mode named
+
+
+def test_check_names_the_mode_a_kernelbench_model_with_a_batchnorm_runs_in():
+    p = evo("check", "tests/kernelbench/batchnorm.yaml")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "2 check sizes; Model in train mode, which its BatchNorm2d depend on)" in p.stderr + p.stdout
 
 
 def test_check_rejects_a_degenerate_reference(tmp_path):

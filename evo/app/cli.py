@@ -95,10 +95,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from evo.app.check import Finding, reference_findings, seed_candidate
+    from evo.contracts.kernelbench import KernelBenchTask
     from fitness.evaluate import Evaluator
 
     cfg, task = _load(args.config)
-    say(f"checking task {task.name} ({task.dtype}, {len(task.check_sizes)} check sizes)")
+    mode = ""
+    if isinstance(task, KernelBenchTask) and task.mode_layers():
+        mode = f"; Model in {task.mode} mode, which its {', '.join(task.mode_layers())} depend on"
+    say(f"checking task {task.name} ({task.dtype}, {len(task.check_sizes)} check sizes{mode})")
     findings = reference_findings(task)
     seed = seed_candidate(task)
     if seed is None:
