@@ -209,6 +209,21 @@ def test_a_forward_that_is_random_is_refused_when_the_task_loads_with_the_way_ou
     assert np.allclose(expected.sum(axis=1), 1.0)
 
 
+def test_tensors_the_forward_makes_are_float64_and_random_ones_are_named_as_such(tmp_path):
+    """The reference runs in float64, tensors the forward makes itself too (a float32 torch.eye would not
+    multiply a float64 input); a forward that draws torch.randn itself is random in either mode, and the
+    error says so rather than blaming a Dropout."""
+    source = (KB / "23_Softmax.py").read_text()
+    made = source.replace("torch.softmax(x, dim=1)", "torch.softmax(x @ torch.eye(x.shape[1]), dim=1)")
+    (tmp_path / "made.py").write_text(made)
+    config = load_config(KB / "softmax.yaml").task.model_copy(update={"kernelbench": "made.py", "seed": None})
+    build_task(config, tmp_path)  # loads: its reference runs
+    (tmp_path / "drawn.py").write_text(source.replace("torch.softmax(x, dim=1)", "x + torch.randn(x.shape)"))
+    for mode in ("train", "eval"):
+        with pytest.raises(TaskError, match=rf"random \({mode} mode\).*draws random numbers itself"):
+            build_task(config.model_copy(update={"kernelbench": "drawn.py", "model_mode": mode}), tmp_path)
+
+
 def test_model_mode_is_for_kernelbench_problems_only():
     with pytest.raises(ValueError, match="model_mode is for kernelbench tasks"):
         TaskConfig(name="softmax", model_mode="eval")

@@ -277,19 +277,23 @@ class KernelBenchTask(Task):
         elif dist == "ties":
             tie_gen = torch.Generator().manual_seed(seed ^ 0x71E5)
             forward = [_tied(x, tie_gen) if x.is_floating_point() else x for x in forward]
-        state = model.state_dict()
-        do_redraw = self.redraw_params or param_seed is not None
-        params: list[Tensor] = []
-        for name, t in state.items():
-            if t.is_floating_point() and do_redraw:
-                t = _redraw(t, gen)
-            host = _to_host(t, self.dtype)
-            params.append(host)
-            state[name] = as_float64(host).reshape(t.shape) if t.is_floating_point() else t
-        model = model.double()
-        model.load_state_dict(state)
-        model.train(self.mode == "train")
-        return model, [_to_host(x, self.dtype) for x in forward] + params
+        try:
+            state = model.state_dict()
+            do_redraw = self.redraw_params or param_seed is not None
+            params: list[Tensor] = []
+            for name, t in state.items():
+                if t.is_floating_point() and do_redraw:
+                    t = _redraw(t, gen)
+                host = _to_host(t, self.dtype)
+                params.append(host)
+                state[name] = as_float64(host).reshape(t.shape) if t.is_floating_point() else t
+            model = model.double()
+            model.load_state_dict(state)
+            model.train(self.mode == "train")
+            return model, [_to_host(x, self.dtype) for x in forward] + params
+        except Exception as e:  # out of memory at a size too large for this machine, mostly
+            raise TaskError(f"{self.path.name}: preparing Model's parameters and inputs at size {size} failed: "
+                            f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}") from e
 
     def _scalar_positions(self, forward: list[Any]) -> frozenset[int]:
         """Which of get_inputs()'s items are numbers (they reach launch as 0-d tensors); anything but a
@@ -329,24 +333,31 @@ class KernelBenchTask(Task):
     def _forward(self, model: Any, args: list[Any], size: Size) -> list[np.ndarray]:
         import torch
 
+        default = torch.get_default_dtype()
         try:
+            # the reference runs in float64, tensors the forward makes itself (torch.randn(...)) too
+            torch.set_default_dtype(torch.float64)
             with torch.no_grad():
                 out = model(*args)
         except Exception as e:
             raise TaskError(f"{self.path.name}: Model's forward ({self.mode} mode) failed at size {size}: "
                             f"{type(e).__name__}: {e}") from e
+        finally:
+            torch.set_default_dtype(default)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         return [o.detach().numpy().copy() for o in outs]
 
     def _random_forward_message(self) -> str:
-        where = f" (layers: {', '.join(self.mode_layers())})" if self.mode_layers() else ""
-        if self.mode == "train":
-            return (f"{self.path.name}: Model's forward is random in training mode{where}: two runs on the same "
-                    "inputs differ, so no kernel can match it (a Dropout with p > 0 draws a new mask each call). "
-                    "Set `model_mode: eval` in the config's task section to check it with Dropout off "
-                    "(BatchNorm then uses its running statistics), or set the Dropout's p to 0")
-        return (f"{self.path.name}: Model's forward is random even in eval mode{where}: two runs on the same "
-                "inputs differ, so no kernel can match it; make the problem deterministic")
+        random_layers = [n for n in self.mode_layers() if "Dropout" in n or "RReLU" in n]
+        if self.mode == "train" and random_layers:
+            return (f"{self.path.name}: Model's forward is random in training mode (layers: "
+                    f"{', '.join(random_layers)}): two runs on the same inputs differ, so no kernel can match it (a "
+                    "Dropout with p > 0 draws a new mask each call). Set `model_mode: eval` in the config's task "
+                    "section to check it with Dropout off (BatchNorm then uses its running statistics), or set the "
+                    "Dropout's p to 0")
+        return (f"{self.path.name}: Model's forward is random ({self.mode} mode): two runs on the same inputs "
+                "differ, so no kernel can match it; it draws random numbers itself (torch.randn or the like in "
+                "forward): draw them in get_inputs() and pass them in, or make the problem deterministic")
 
     def bench_case(self, size: Size, *, data: bool = True, draw: Case | None = None) -> BenchCase:
         """Inputs as for checking; output shapes from a forward pass on the meta device."""
