@@ -83,7 +83,7 @@ def _last_line(e: BaseException) -> str:
     if type(e).__name__ == "OutOfMemoryError" or "running low on memory" in lines[0]:
         use = _OOM_USE.search(str(e))
         return (f"out of memory: {lines[0].strip()}" + (f" (node memory {use.group(1)} in use)" if use else "")
-                + " Give the run more memory or fewer evaluators per node, or stop what else runs there")
+                + "; give the run more memory or fewer evaluators per node, or stop what else runs there")
     return f"{type(e).__name__}: {lines[-1]}" if type(e).__module__ == "builtins" else lines[-1]
 
 

@@ -8,8 +8,9 @@ the file (``input_shape = (num_classes,)``) follow.
 The reference is ``Model`` run in float64 on the CPU, in training mode by default, as KernelBench's own
 harness runs it (it never calls ``eval()``): BatchNorm normalizes with the batch's statistics. The config's
 ``model_mode: eval`` runs ``Model.eval()`` instead (running statistics, Dropout off), for inference
-semantics. A forward that is random in its mode (Dropout with ``p > 0`` in training mode) is refused with
-that advice: no kernel can reproduce torch's random draws. A model whose layers behave differently in the
+semantics. A forward that is random (Dropout with ``p > 0`` in training mode, ``torch.randn`` in
+``forward``) is refused with its way out: no kernel can reproduce torch's random draws; tensors the forward
+makes itself are float64 like the rest. A model whose layers behave differently in the
 two modes has its mode written under its source in `definition_text` (what the LLM reads; part of the
 task's key). The candidate receives the forward inputs (float ones rounded to the task dtype; a number
 among them, as 5_Matrix_scalar_multiplication's ``s = 3.14``, as a 0-d tensor of the task dtype, or
@@ -41,6 +42,8 @@ DISTS = ("as_given", "wide", "ties")
 _WIDE = 4.0
 _TIE_LEVELS = 16
 # torch leaves the order among equal values to these (sort/argsort unless stable=True): no `ties` for them
+TIE_AMBIGUOUS = frozenset({"sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
+                           "unique", "unique_consecutive"})
 MODES = ("train", "eval")
 
 
@@ -53,8 +56,6 @@ def _depends_on_mode(layer: Any) -> bool:
     if "Dropout" in name:
         return float(getattr(layer, "p", 1.0)) > 0
     return "RReLU" in name
-TIE_AMBIGUOUS = frozenset({"sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
-                           "unique", "unique_consecutive"})
 
 
 def _literal(value: Any) -> ast.expr:
