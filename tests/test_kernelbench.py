@@ -238,7 +238,7 @@ def test_a_number_among_the_forward_inputs_reaches_launch_as_a_0d_tensor_and_is_
     data = task.case_data(case)
     assert data.inputs[1].shape == () and data.inputs[1].dtype == "float32"
     assert float(data.inputs[1].data) == pytest.approx(3.14)
-    assert task.reference_args(data.inputs)[1] == pytest.approx(3.14)
+    assert task.reference_args(data.inputs, case.size)[1] == pytest.approx(3.14)
     assert task_info(task, case.size)["scalars"] == [1] and task_info(task, case.size)["mode"] == "train"
     assert task.bytes_moved({"M": 4, "N": 8}) == 2 * 4 * 8 * 4  # A and C; the number is no traffic
     assert task.seed_source is not None
@@ -250,3 +250,57 @@ def test_a_number_among_the_forward_inputs_reaches_launch_as_a_0d_tensor_and_is_
                           redraw_params=True)
     with pytest.raises(TaskError, match=r"get_inputs\(\) item 1 is str, not a tensor or a number"):
         bad.check_forward()
+
+
+COUNTED = '''import torch
+import torch.nn as nn
+
+FORWARDS = [0]
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor, s: float) -> torch.Tensor:
+        FORWARDS[0] += 1
+        return self.fc(x) @ torch.eye(dim) * s
+
+
+batch_size = 4
+dim = 8
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim), 0.5]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_the_forward_is_checked_once_in_the_driver_and_the_layout_comes_without_drawing_bench_data(tmp_path):
+    """The driver runs the reference twice at start-up (it refuses a random forward); an evaluator or
+    island, given the task the driver checked, runs none. What the GPU worker needs to know of the bench
+    size's inputs (how many, which are numbers) comes from a draw on the meta device: a bench size whose
+    inputs would take terabytes still answers. `evo check`'s parameter finding runs the reference as the
+    checks do (float64, tensors the forward makes too)."""
+    from evo.app.check import reference_findings
+
+    (tmp_path / "counted.py").write_text(COUNTED)
+    config = TaskConfig.model_validate({"kernelbench": "counted.py", "sizes": {
+        "check": [{"batch_size": 3, "dim": 5}], "bench": [{"batch_size": 10**6, "dim": 10**6}]}})
+    driver = build_task(config, tmp_path)
+    assert isinstance(driver, KernelBenchTask)
+    assert driver.namespace({"batch_size": 3, "dim": 5})["FORWARDS"] == [2]
+    evaluator = build_task(config, tmp_path, check_forward=False)
+    assert isinstance(evaluator, KernelBenchTask) and not evaluator._namespaces  # nothing ran, not even the module
+    big = {"batch_size": 10**6, "dim": 10**6}
+    info = task_info(evaluator, big)
+    assert info["n_forward"] == 2 and info["scalars"] == [1]
+    case = evaluator.cases(draws=1)[0]
+    assert evaluator.reference_args(evaluator.case_data(case).inputs[:2], case.size)[1] == 0.5
+    params = next(f for f in reference_findings(evaluator) if f.name == "parameters matter")
+    assert params.ok, params.detail

@@ -208,7 +208,8 @@ class KernelBenchTask(Task):
         self.mode = mode
         self._namespaces: dict[str, dict[str, Any]] = {}
         self._forward_checked = False
-        self._scalars: frozenset[int] = frozenset()  # positions of numbers among get_inputs()'s items
+        # size key -> how many items get_inputs() returns there, and which of them are numbers
+        self._layouts: dict[str, tuple[int, frozenset[int]]] = {}
         self._mode_layers: list[str] | None = None
 
     def definition_text(self) -> str:
@@ -226,8 +227,20 @@ class KernelBenchTask(Task):
     def check_forward(self) -> None:
         """Run the reference once at the first check size: a forward that fails or is random is a
         `TaskError` here, when the task is loaded, not a verdict on every candidate later."""
-        if self.check_sizes and not self._forward_checked:
-            self._draw(self.check_sizes[0], 0, self.dists[0])
+        if not self.check_sizes or self._forward_checked:
+            return
+        import torch
+
+        size = self.check_sizes[0]
+        model, inputs = self.model_and_inputs(size, 0, self.dists[0])
+        args = self.reference_args(inputs[: len(inputs) - len(model.state_dict())], size)
+        torch.manual_seed(0)
+        outs = self.reference_outputs(model, args, size)
+        torch.manual_seed(0xF0A1)  # other random draws: a random forward gives other outputs
+        again = self.reference_outputs(model, args, size)
+        if any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(outs, again, strict=True)):
+            raise TaskError(self._random_forward_message())
+        self._forward_checked = True
 
     def mode_layers(self) -> list[str]:
         """Class names of the model's layers whose forward depends on train/eval mode (built on `meta`)."""
@@ -270,7 +283,7 @@ class KernelBenchTask(Task):
             forward = list(ns["get_inputs"]())
         except Exception as e:
             raise TaskError(f"{self.path.name}: building Model or inputs failed: {type(e).__name__}: {e}") from e
-        self._scalars = self._scalar_positions(forward)
+        self._layout(size, forward)
         forward = [x if isinstance(x, torch.Tensor) else
                    torch.tensor(x, dtype=torch.float64 if isinstance(x, float) else torch.int64) for x in forward]
         if dist == "wide":
@@ -310,28 +323,41 @@ class KernelBenchTask(Task):
                                 "not a tensor or a number")
         return frozenset(scalars)
 
-    def reference_args(self, forward: list[Tensor]) -> list[Any]:
-        """The candidate's forward inputs as the float64 reference takes them: tensors, and the numbers of
-        get_inputs() as numbers again (an op may want a Python float, as `negative_slope` does)."""
+    def _layout(self, size: Size, forward: list[Any] | None = None) -> tuple[int, frozenset[int]]:
+        """How many items get_inputs() returns at `size` and which of them are numbers: from `forward`
+        (items just drawn) the first time, else from a draw on the meta device (no data), else a real one."""
+        key = size_key(size)
+        if key not in self._layouts:
+            if forward is None:
+                import torch
+
+                get_inputs = self.namespace(size)["get_inputs"]
+                try:
+                    with torch.device("meta"):
+                        forward = list(get_inputs())
+                except Exception:  # get_inputs() needs data (a .numpy(), a .item()): draw it for real
+                    try:
+                        forward = list(get_inputs())
+                    except Exception as e:
+                        raise TaskError(f"{self.path.name}: get_inputs() failed at size {size}: "
+                                        f"{type(e).__name__}: {e}") from e
+            self._layouts[key] = (len(forward), self._scalar_positions(forward))
+        return self._layouts[key]
+
+    def reference_args(self, forward: list[Tensor], size: Size) -> list[Any]:
+        """The candidate's forward inputs at `size` as the float64 reference takes them: tensors, and the
+        numbers of get_inputs() as numbers again (an op may want a Python float, as `negative_slope` does)."""
+        scalars = self._layout(size)[1]
         args: list[Any] = [as_float64(t) for t in forward]
-        return [a.item() if i in self._scalars else a for i, a in enumerate(args)]
+        return [a.item() if i in scalars else a for i, a in enumerate(args)]
 
     def _draw(self, size: Size, seed: int, dist: str) -> tuple[list[Tensor], list[np.ndarray]]:
-        import torch
-
         model, inputs = self.model_and_inputs(size, seed, dist)
         n_forward = len(inputs) - len(model.state_dict())
-        args = self.reference_args(inputs[:n_forward])
-        outs = self._forward(model, args, size)
-        if not self._forward_checked:
-            torch.manual_seed(seed ^ 0xF0A1)  # other random draws: a random forward gives other outputs
-            again = self._forward(model, args, size)
-            if any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(outs, again, strict=True)):
-                raise TaskError(self._random_forward_message())
-            self._forward_checked = True
-        return inputs, outs
+        return inputs, self.reference_outputs(model, self.reference_args(inputs[:n_forward], size), size)
 
-    def _forward(self, model: Any, args: list[Any], size: Size) -> list[np.ndarray]:
+    def reference_outputs(self, model: Any, args: list[Any], size: Size) -> list[np.ndarray]:
+        """`model`'s outputs on `args` as the reference computes them (float64, tensors it makes too)."""
         import torch
 
         default = torch.get_default_dtype()
@@ -374,8 +400,9 @@ class KernelBenchTask(Task):
                 args = [torch.empty(t.shape, dtype=torch.float64 if t.dtype in ("float32", "float16", "bfloat16",
                                                                                  "float64") else torch_dtype(t.dtype))
                         for t in inputs[:n_forward]]
-                given = self.reference_args(inputs[:n_forward])
-                args = [given[i] if i in self._scalars else a for i, a in enumerate(args)]
+                given = self.reference_args(inputs[:n_forward], size)
+                scalars = self._layout(size)[1]
+                args = [given[i] if i in scalars else a for i, a in enumerate(args)]
                 out = meta_model(*args)
         except Exception as e:
             raise TaskError(f"{self.path.name}: forward on the meta device failed: {type(e).__name__}: {e}") from e
@@ -387,11 +414,11 @@ class KernelBenchTask(Task):
 
     def forward_count(self, size: Size) -> int:
         """How many of the candidate's inputs are forward inputs (the rest are Model parameters)."""
-        return len(list(self.namespace(size)["get_inputs"]()))
+        return self._layout(size)[0]
 
     def scalar_positions(self, size: Size) -> list[int]:
         """Which forward inputs are numbers that `launch` receives as 0-d tensors."""
-        return sorted(self._scalar_positions(list(self.namespace(size)["get_inputs"]())))
+        return sorted(self._layout(size)[1])
 
     def bytes_moved(self, size: Size) -> float | None:
         """Minimum traffic: every input, parameter and output once (shapes found on `meta`)."""

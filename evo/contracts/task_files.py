@@ -105,9 +105,10 @@ class TaskFiles:
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise ConfigError(f"{root} does not hold a run's task files ({type(e).__name__}: {e})") from None
 
-    def build(self, root: Path | None = None) -> Task:
+    def build(self, root: Path | None = None, *, check_forward: bool = True) -> Task:
         """The task, built from the files under `root` (written there if missing), else from a private
-        folder of this process (made once per content, removed when the process exits)."""
+        folder of this process (made once per content, removed when the process exits). A process the
+        driver hands the task to passes `check_forward=False` (see `build_task`)."""
         from evo.contracts.task_loader import build_task
 
         if root is None:
@@ -121,7 +122,7 @@ class TaskFiles:
                 _BUILT[digest] = root
         elif not (root / MANIFEST).is_file():
             self.write(root)
-        return build_task(self.config, root)
+        return build_task(self.config, root, check_forward=check_forward)
 
 
 _BUILT: dict[str, Path] = {}  # content digest -> where this process wrote those files

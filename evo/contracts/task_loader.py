@@ -11,7 +11,10 @@ from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks
 from evo.contracts.task import Task, TaskError, Tolerance
 
 
-def build_task(cfg: TaskConfig, base_dir: Path) -> Task:
+def build_task(cfg: TaskConfig, base_dir: Path, *, check_forward: bool = True) -> Task:
+    """The task the config names. `check_forward` runs a KernelBench problem's reference once (a forward
+    that fails or is random is refused here); a process given a task the driver already checked (an
+    evaluator, an island) passes False rather than run it again."""
     task: Task
     if cfg.kernelbench:
         assert cfg.sizes is not None
@@ -22,7 +25,8 @@ def build_task(cfg: TaskConfig, base_dir: Path) -> Task:
             dtype=cfg.dtype or "float32", seed_source=seed, redraw_params=cfg.redraw_params,
             mode=cfg.model_mode,
         )
-        problem.check_forward()
+        if check_forward:
+            problem.check_forward()
         task = problem
     else:
         if cfg.name:
