@@ -110,6 +110,25 @@ def test_a_kernelbench_op_takes_the_model_weights_after_the_inputs(tmp_path):
     assert "3 passed" in done.stdout, done.stdout + done.stderr
 
 
+def test_a_number_among_a_kernelbench_problems_inputs_is_a_python_number_in_the_op(tmp_path):
+    """5_Matrix_scalar_multiplication's forward takes (A, s: float): so does the op, which hands s to the
+    kernel as the 0-d tensor it was checked with; another s gives A * s, not A * 3.14."""
+    cfg = TaskConfig.model_validate(yaml.safe_load((KB / "scalar.yaml").read_text())["task"])
+    best = Candidate.from_source((KB / "seeds" / "scalar.py").read_text())
+    run = run_with_best(tmp_path, "vector_add", best, cfg, KB)
+    assert export(run, "evotest::kb_scale") == 0
+    module = run / "export" / "torch_op.py"
+    assert 'schema="(Tensor A, float s) -> Tensor"' in module.read_text()
+    done = run_written_test(run / "export" / "test_torch_op.py")
+    assert "3 passed" in done.stdout, done.stdout + done.stderr
+    call = (f"import torch; from evo.app.export_check import load_module; load_module(__import__('pathlib').Path("
+            f"{str(module)!r})); a = torch.randn(3, 5); "
+            "print(torch.equal(torch.ops.evotest.kb_scale(a, -2.5), a * -2.5))")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    other = subprocess.run([sys.executable, "-c", call], env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert other.stdout.strip() == "True", other.stdout + other.stderr
+
+
 def test_input_names_that_the_generated_code_also_uses_do_not_shadow_it(tmp_path):
     """vector_add with launch(t, dt, out): names a generated op's own loop and dtype variables could take."""
     source = library("vector_add", "known_better.py").source

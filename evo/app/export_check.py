@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 
 from evo.app.export import run_task
-from evo.app.export_torch_op import check_op_name
+from evo.app.export_torch_op import check_op_name, number_positions
+from evo.contracts import dtypes
+from evo.contracts.task import CaseData, Task
 from fitness.check.compare import compare
 from fitness.latency.bench_tensors import make_tensor
 
@@ -53,9 +55,12 @@ def _op(module: Path, op: str) -> Any:
     return getattr(getattr(torch.ops, namespace), name)
 
 
-def _case_tensors(torch: Any, inputs: list[Any], device: str) -> list[Any]:
-    return [make_tensor(torch, {"dtype": t.dtype, "shape": list(t.shape), "data": t.data.tobytes()}, device)
-            for t in inputs]
+def _case_args(torch: Any, task: Task, data: CaseData, device: str) -> list[Any]:
+    """A case's inputs as the op takes them: tensors, and the task's numbers as Python numbers."""
+    numbers = number_positions(task, data.case.size)
+    return [(dtypes.to_float64(t.data, t.dtype).item() if dtypes.is_float(t.dtype) else int(t.data)) if i in numbers
+            else make_tensor(torch, {"dtype": t.dtype, "shape": list(t.shape), "data": t.data.tobytes()}, device)
+            for i, t in enumerate(data.inputs)]
 
 
 def refuses_other_dtypes(module: Path, run_dir: Path, op: str, *, device: str = "cpu") -> bool:
@@ -65,8 +70,8 @@ def refuses_other_dtypes(module: Path, run_dir: Path, op: str, *, device: str = 
 
     fn = _op(module, op)
     task = run_task(run_dir)
-    args = _case_tensors(torch, task.case_data(task.cases(draws=1, every_dist=False)[0]).inputs, device)
-    k = next((i for i, a in enumerate(args) if a.is_floating_point()), None)
+    args = _case_args(torch, task, task.case_data(task.cases(draws=1, every_dist=False)[0]), device)
+    k = next((i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.is_floating_point()), None)
     if k is None:
         return True
     args[k] = args[k].to(torch.float64 if args[k].dtype != torch.float64 else torch.float32)
@@ -87,7 +92,7 @@ def check_op(module: Path, run_dir: Path, op: str, *, device: str = "cpu", compi
     problems: list[str] = []
     for case in task.cases(draws=1):
         data = task.case_data(case)
-        args = _case_tensors(torch, data.inputs, device)
+        args = _case_args(torch, task, data, device)
         got = call(*args)
         outs = list(got) if isinstance(got, (tuple, list)) else [got]
         if len(outs) != len(data.expected):

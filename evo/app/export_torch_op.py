@@ -13,12 +13,14 @@ from __future__ import annotations
 import ast
 import keyword
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from evo.app.export_shapes import FLOAT, OutputRule, output_rules
 from evo.contracts.candidate import Candidate
-from evo.contracts.task import Task
+from evo.contracts.kernelbench import KernelBenchTask
+from evo.contracts.task import Size, Task
 
 OP_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)::([A-Za-z_][A-Za-z0-9_]*)$")
 _RESERVED = {"self", "out", "input", "kernel", "torch"}
@@ -72,17 +74,34 @@ def _dtype(rule: OutputRule) -> str:
     return "_dt" if rule.dtype == FLOAT else f"_evo_torch.{rule.dtype}"
 
 
-def registration(op: str, rules: list[OutputRule], names: list[str], in_dtypes: list[str], task_dtype: str) -> str:
-    """The code appended to the kernel module: the op, its fake, the output allocation."""
+def number_positions(task: Task, size: Size) -> list[int]:
+    """Which of the task's inputs are numbers (a KernelBench get_inputs() that returns a float): the op
+    takes them as Python numbers, as the Model's forward does."""
+    return task.scalar_positions(size) if isinstance(task, KernelBenchTask) else []
+
+
+def registration(op: str, rules: list[OutputRule], names: list[str], in_dtypes: list[str], task_dtype: str,
+                 numbers: Sequence[int] = ()) -> str:
+    """The code appended to the kernel module: the op, its fake, the output allocation. Inputs at
+    `numbers` are Python numbers in the op's schema, handed to the kernel as the 0-d tensors (of the
+    dtype in `in_dtypes`) it was checked with."""
+    tensors = [n for i, n in enumerate(names) if i not in numbers]
+    if not tensors:
+        raise ExportError("the task's inputs are all numbers: the op would not know its device")
     args = ", ".join(names)
-    schema_args = ", ".join(f"Tensor {n}" for n in names)
+    tensor_args = ", ".join(tensors) + ("," if len(tensors) == 1 else "")
+    schema_args = ", ".join(
+        ("int" if in_dtypes[i].startswith(("int", "uint")) else "float") + f" {n}" if i in numbers else f"Tensor {n}"
+        for i, n in enumerate(names))
     returns = "Tensor" if len(rules) == 1 else "(" + ", ".join("Tensor" for _ in rules) + ")"
     allocs = "\n".join(
         f"        _evo_torch.empty({_shape(r, names)}, dtype={_dtype(r)}, "
-        f"device={names[0]}.device),  # {r.describe(names)}" for r in rules)
+        f"device={tensors[0]}.device),  # {r.describe(names)}" for r in rules)
     result = "_outs[0]" if len(rules) == 1 else "tuple(_outs)"
-    contiguous = "\n".join(f"    {n} = {n}.contiguous()" for n in names)
-    checked = ", ".join(f"{n!r}: _evo_torch.{d}" for n, d in zip(names, in_dtypes))
+    contiguous = "\n".join(
+        f"    {n} = _evo_torch.tensor({n}, dtype=_evo_torch.{in_dtypes[i]}, device={tensors[0]}.device)"
+        if i in numbers else f"    {n} = {n}.contiguous()" for i, n in enumerate(names))
+    checked = ", ".join(f"{n!r}: _evo_torch.{d}" for i, (n, d) in enumerate(zip(names, in_dtypes)) if i not in numbers)
     return f'''
 
 # ---- evo: registered as the PyTorch operator {op!r} ----
@@ -96,14 +115,14 @@ _EVO_CHECKED = {{{checked}}}
 
 def _evo_outputs({args}):
     """The outputs, allocated as the task's check cases shape them."""
-    _dt = next((_t.dtype for _t in ({args},) if _t.is_floating_point()), _evo_torch.{task_dtype})
+    _dt = next((_t.dtype for _t in ({tensor_args}) if _t.is_floating_point()), _evo_torch.{task_dtype})
     return [
 {allocs}
     ]
 
 
 def _evo_op({args}):
-    for _name, _t in zip(_EVO_CHECKED, ({args},)):
+    for _name, _t in zip(_EVO_CHECKED, ({tensor_args})):
         if _t.dtype != _EVO_CHECKED[_name]:
             raise TypeError(f"{op}: argument {{_name}} is {{_t.dtype}}; "
                             f"the kernel was checked with {{_EVO_CHECKED[_name]}}")
@@ -165,9 +184,10 @@ def export_torch_op(run_dir: Path, best: Candidate, kernel_text: str, task: Task
     rules = output_rules(task)
     first = task.case_data(task.cases(draws=1, every_dist=False)[0])
     names = input_names(best, len(first.inputs))
-    module.parent.mkdir(parents=True, exist_ok=True)
     in_dtypes = [t.dtype for t in first.inputs]
-    module.write_text(kernel_text.rstrip() + "\n" + registration(op, rules, names, in_dtypes, task.dtype))
+    text = registration(op, rules, names, in_dtypes, task.dtype, number_positions(task, first.case.size))
+    module.parent.mkdir(parents=True, exist_ok=True)
+    module.write_text(kernel_text.rstrip() + "\n" + text)
     test = module.with_name("test_" + module.name)
     test.write_text(test_file(op, module, run_dir))
     return OpExport(module, test, rules, names)
