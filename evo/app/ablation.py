@@ -10,7 +10,7 @@ Runs go to the cluster (RAY_ADDRESS, else a local Ray) as its resources allow: a
 (or GPUs) of its evaluators, and a run starts when they are free, at most `parallel` at a time. The
 campaign drivers are threads of this process; their actors are spread over the cluster. Ctrl-C
 stops every run after its current generation (Ctrl-C again: at once); run the command again to
-continue.
+continue. Runs that fail one after another as soon as they start stop it starting more.
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ from evo.contracts.mutator_config import LLMConfig
 
 STATE_FILE = "ablation.json"
 QUIT_WAIT_S = 30.0  # how long a quit waits for the runs to write that they were interrupted
+# This many runs in a row failing within FAST_FAIL_S of their start look like the machine or the cluster
+# (Ray gone, a disk full), not the runs: no further run starts (they would fail the same way).
+FAST_FAILS = 3
+FAST_FAIL_S = 120.0
 
 
 class RunStatus(str, Enum):
@@ -210,6 +214,7 @@ class AblationRunner:
         self.lock = threading.Lock()
         self.stopping = False
         self.quitting = False
+        self.halted = ""  # why no further run starts (runs failing one after another), if so
         self.threads: list[threading.Thread] = []
 
     def say(self, text: str) -> None:
@@ -269,8 +274,10 @@ class AblationRunner:
         free = {"CPU": cluster.get("CPU", 1.0), "GPU": cluster.get("GPU", 0.0)}
         cap = self.ablation.cfg.parallel or len(todo)
         pending, active = list(todo), dict[str, Demand]()
+        started: dict[str, float] = {}
+        fast_fails: list[str] = []  # the reasons of the runs that failed soon after starting, in a row
         while pending or active:
-            while pending and not self.stopping and len(active) < cap:
+            while pending and not self.stopping and not self.halted and len(active) < cap:
                 spec, need = pending[0], demand(pending[0], cluster)
                 if active and (need.cpus > free["CPU"] + 1e-9 or need.gpus > free["GPU"] + 1e-9):
                     break  # wait for resources (a run that needs the whole cluster runs alone)
@@ -278,16 +285,27 @@ class AblationRunner:
                 free["CPU"] -= need.cpus
                 free["GPU"] -= need.gpus
                 active[spec.key] = need
+                started[spec.key] = time.monotonic()
                 self._start(spec)
-            if self.stopping and pending and not active:
+            if (self.stopping or self.halted) and pending and not active:
                 break
             kind, key, payload = self._next_event()
             if kind == "end":
                 need = active.pop(key)
                 free["CPU"] += need.cpus
                 free["GPU"] += need.gpus
+                status, error = payload
+                if status == RunStatus.FAILED.value and time.monotonic() - started[key] < FAST_FAIL_S:
+                    fast_fails.append(f"{key}: {error}")
+                elif status != RunStatus.INTERRUPTED.value:
+                    fast_fails.clear()
             self._apply(kind, key, payload)
             self.state.save()
+            if len(fast_fails) >= FAST_FAILS and not self.halted:
+                self.halted = fast_fails[-1]
+                self.say(f"{len(fast_fails)} runs in a row failed within {FAST_FAIL_S:.0f} s of starting (the last, "
+                         f"{fast_fails[-1]}): that looks like the machine or the cluster, not the runs; no further run "
+                         f"starts ({_count(len(pending), 'run')} left pending). Mend it and run the same command again")
 
     def _apply(self, kind: str, key: str, payload: Any) -> None:
         entry = self.state.runs[key]
