@@ -219,3 +219,26 @@ def test_the_prompt_names_the_shapes_the_fitness_times_with_their_weights(tmp_pa
     assert line.endswith("(the fitness is the weighted geometric mean; workload llama3-8b-decode)")
     plain = task_lines(build_task(TaskConfig(name="mla_decode"), tmp_path))[0]
     assert plain.endswith("timed on: batch 64, heads 128, cache_len 8192")  # unweighted: the first size alone
+
+
+def test_config_sizes_name_the_tasks_parameters_and_a_size_its_code_fails_at_is_named(tmp_path):
+    """A native task's sizes in a config give exactly the parameters of the task's own sizes (a typo was
+    a KeyError traceback from inside the task module, an extra name was silently ignored); a size at which
+    the task's inputs() or reference() fails is a TaskError naming the task, the size and the error."""
+    def softmax(check: list[dict[str, Any]], bench: list[dict[str, Any]] | None = None) -> NativeTask:
+        task = build_task(TaskConfig(name="softmax", sizes=SizesConfig(check=check, bench=bench or [])), tmp_path)
+        assert isinstance(task, NativeTask)
+        return task
+
+    with pytest.raises(ConfigError, match=r"task\.sizes\.check\[1\]: \{'rows': 2\} lacks cols \(task softmax's "
+                                          r"sizes give cols, rows\)"):
+        softmax([{"rows": 1, "cols": 3}, {"rows": 2}])
+    with pytest.raises(ConfigError, match=r"task\.sizes\.bench\[0\]: .* has colums, which it does not take"):
+        softmax([{"rows": 1, "cols": 3}], [{"rows": 2, "cols": 8, "colums": 8}])
+    empty = softmax([{"rows": 2, "cols": 0}])
+    with pytest.raises(TaskError, match=r"task softmax: reference\(\) failed at size \{.*'cols': 0.*\}: "
+                                        r"ValueError: zero-size array"):
+        empty.case_data(empty.cases(draws=1)[0])
+    negative = softmax([{"rows": -2, "cols": 3}])
+    with pytest.raises(TaskError, match=r"task softmax: inputs\(\) failed at size \{.*'rows': -2.*\}: ValueError"):
+        negative.case_data(negative.cases(draws=1)[0])

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from evo.contracts.task import BenchCase, Case, Size, Task, TaskError, Tensor, bench_case_from, size_key
+from evo.contracts.task import BenchCase, Case, Size, Task, TaskError, Tensor, bench_case_from, one_line, size_key
 
 DISTS = ("as_given", "wide", "ties")
 _WIDE = 4.0
@@ -252,7 +252,7 @@ class KernelBenchTask(Task):
                 with torch.device("meta"):
                     model = ns["Model"](*ns["get_init_inputs"]())
             except Exception as e:
-                raise TaskError(f"{self.path.name}: building Model failed: {type(e).__name__}: {e}") from e
+                raise TaskError(f"{self.path.name}: building Model failed: {one_line(e)}") from e
             self._mode_layers = sorted({type(m).__name__ for m in model.modules() if _depends_on_mode(m)})
         return self._mode_layers
 
@@ -265,7 +265,7 @@ class KernelBenchTask(Task):
             try:
                 exec(code, ns)
             except Exception as e:
-                raise TaskError(f"{self.path.name} failed to run: {type(e).__name__}: {e}") from e
+                raise TaskError(f"{self.path.name} failed to run: {one_line(e)}") from e
             self._namespaces[key] = ns
         return self._namespaces[key]
 
@@ -282,7 +282,7 @@ class KernelBenchTask(Task):
             model = ns["Model"](*ns["get_init_inputs"]())
             forward = list(ns["get_inputs"]())
         except Exception as e:
-            raise TaskError(f"{self.path.name}: building Model or inputs failed: {type(e).__name__}: {e}") from e
+            raise TaskError(f"{self.path.name}: building Model or inputs failed: {one_line(e)}") from e
         self._layout(size, forward)
         forward = [x if isinstance(x, torch.Tensor) else
                    torch.tensor(x, dtype=torch.float64 if isinstance(x, float) else torch.int64) for x in forward]
@@ -307,7 +307,7 @@ class KernelBenchTask(Task):
             return model, [_to_host(x, self.dtype) for x in forward] + params
         except Exception as e:  # out of memory at a size too large for this machine, mostly
             raise TaskError(f"{self.path.name}: preparing Model's parameters and inputs at size {size} failed: "
-                            f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}") from e
+                            f"{one_line(e)}") from e
 
     def _scalar_positions(self, forward: list[Any]) -> frozenset[int]:
         """Which of get_inputs()'s items are numbers (they reach launch as 0-d tensors); anything but a
@@ -340,7 +340,7 @@ class KernelBenchTask(Task):
                         forward = list(get_inputs())
                     except Exception as e:
                         raise TaskError(f"{self.path.name}: get_inputs() failed at size {size}: "
-                                        f"{type(e).__name__}: {e}") from e
+                                        f"{one_line(e)}") from e
             self._layouts[key] = (len(forward), self._scalar_positions(forward))
         return self._layouts[key]
 
@@ -368,7 +368,7 @@ class KernelBenchTask(Task):
                 out = model(*args)
         except Exception as e:
             raise TaskError(f"{self.path.name}: Model's forward ({self.mode} mode) failed at size {size}: "
-                            f"{type(e).__name__}: {e}") from e
+                            f"{one_line(e)}") from e
         finally:
             torch.set_default_dtype(default)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
@@ -405,7 +405,7 @@ class KernelBenchTask(Task):
                 args = [given[i] if i in scalars else a for i, a in enumerate(args)]
                 out = meta_model(*args)
         except Exception as e:
-            raise TaskError(f"{self.path.name}: forward on the meta device failed: {type(e).__name__}: {e}") from e
+            raise TaskError(f"{self.path.name}: forward on the meta device failed: {one_line(e)}") from e
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         return bench_case_from(
             size, inputs, [self.dtype if o.is_floating_point() else str(o.dtype).replace("torch.", "") for o in outs],

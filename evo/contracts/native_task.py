@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from evo.contracts import dtypes
-from evo.contracts.task import BenchCase, Case, Size, Task, TaskError, Tensor, Tolerance, bench_case_from
+from evo.contracts.task import BenchCase, Case, Size, Task, TaskError, Tensor, Tolerance, bench_case_from, one_line
 from evo.contracts.workload import Workload, read_workloads
 
 TASK_LIBRARY = Path(__file__).resolve().parents[2] / "tasks"
@@ -127,9 +127,23 @@ class NativeTask(Task):
         text = super().describe()
         return f"{text} (workload {self.workload})" if self.workload else text
 
+    def check_size_names(self, sizes: list[Size], where: str) -> None:
+        """Each of `sizes` (a config's) names exactly the parameters of the task's own sizes."""
+        names = set(self.check_sizes[0]) if self.check_sizes else set()
+        for i, size in enumerate(sizes):
+            if set(size) != names:
+                missing, extra = sorted(names - set(size)), sorted(set(size) - names)
+                what = "; ".join(([f"lacks {', '.join(missing)}"] if missing else []) +
+                                 ([f"has {', '.join(extra)}, which it does not take"] if extra else []))
+                raise TaskError(f"{where}[{i}]: {size} {what} (task {self.name}'s sizes give "
+                                f"{', '.join(sorted(names))})")
+
     def _make_inputs(self, size: Size, seed: int, dist: str) -> list[Tensor]:
         rng = np.random.default_rng(seed)
-        raw = self._inputs(size, self.dtype, rng, dist)
+        try:
+            raw = self._inputs(size, self.dtype, rng, dist)
+        except Exception as e:
+            raise TaskError(f"task {self.name}: inputs() failed at size {size}: {one_line(e)}") from e
         inputs: list[Tensor] = []
         for item in raw:
             arr, name = item if isinstance(item, tuple) else (item, None)
@@ -181,7 +195,10 @@ class NativeTask(Task):
         as_ref = [
             dtypes.to_float64(t.data, t.dtype) if dtypes.is_float(t.dtype) else t.data.copy() for t in inputs
         ]
-        out = self._reference(*as_ref)
+        try:
+            out = self._reference(*as_ref)
+        except Exception as e:
+            raise TaskError(f"task {self.name}: reference() failed at size {size}: {one_line(e)}") from e
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         return inputs, [np.asarray(o) for o in outs]
 

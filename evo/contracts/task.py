@@ -128,6 +128,13 @@ class TaskError(ValueError):
     """The task definition is unusable; the message names what is wrong."""
 
 
+def one_line(e: BaseException) -> str:
+    """An exception in one line: its type and the first line of its message (torch's argument errors
+    list every overload after it)."""
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+
+
 class Task(ABC):
     """A computation a candidate must reproduce. Subclasses supply `_draw`."""
 

@@ -40,6 +40,11 @@ def build_task(cfg: TaskConfig, base_dir: Path, *, check_forward: bool = True) -
             path = resolve_path(cfg.path, base_dir, "task.path")
         task = NativeTask(path, dtype=cfg.dtype)
         if cfg.sizes is not None:
+            try:
+                task.check_size_names(cfg.sizes.check, "task.sizes.check")
+                task.check_size_names(cfg.sizes.bench or [], "task.sizes.bench")
+            except TaskError as e:
+                raise ConfigError(str(e)) from e
             task.check_sizes = cfg.sizes.check
             task.bench_sizes = cfg.sizes.bench or task.bench_sizes
         if cfg.workload is not None:
