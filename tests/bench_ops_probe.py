@@ -90,7 +90,37 @@ def main() -> None:
           timer={**TIMER, "max_reps": 2})
     bench("torch", None, which="torch", **{"with": ["seed"]})
     replies["replaced"] = ops.handle("bench", {"key": "other", "which": "module", "timer": TIMER})
+    replies["kernelbench_eye"] = kernelbench_eye(ops, runner)
     print(json.dumps(replies, default=str))
+
+
+def kernelbench_eye(ops: Any, runner: Any) -> dict[str, Any]:
+    """A KernelBench softmax whose forward makes a tensor itself (torch.eye): the float64 reference the
+    bench size is verified against makes it in float64, as the CPU's reference does."""
+    import tempfile
+    from pathlib import Path
+
+    from evo.contracts.candidate import Candidate
+    from evo.contracts.kernelbench import KernelBenchTask
+    from fitness.latency.bench_tensors import tensor_specs
+    from fitness.latency.cuda import task_info
+
+    source = (ROOT / "tests" / "kernelbench" / "23_Softmax.py").read_text().replace(
+        "torch.softmax(x, dim=1)", "torch.softmax(x @ torch.eye(x.shape[1], device=x.device), dim=1)")
+    assert "torch.eye" in source
+    size = {"batch_size": 8, "dim": 100}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "eye.py"
+        path.write_text(source)
+        task = KernelBenchTask(path, check_sizes=[size], bench_sizes=[size], dtype="float32", redraw_params=True)
+        ins, outs = tensor_specs(task.bench_case(size, data=True))
+        tol = task.tolerance_for(task.dtype)
+        ops.handle("bench_setup", {"key": "kb", "inputs": ins, "outputs": outs, "copies": 2,
+                                   "task": task_info(task, size), "tolerance": [tol.atol, tol.rtol]})
+        seed = Candidate.from_file(ROOT / "tests" / "kernelbench" / "seeds" / "softmax.py")
+        runner.load({"name": seed.id, "source": seed.source, "params": seed.params})
+        reply: dict[str, Any] = ops.handle("bench", {"key": "kb", "timer": TIMER, "spin_up": SPIN, "which": "module"})
+    return reply
 
 
 if __name__ == "__main__":

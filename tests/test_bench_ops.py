@@ -49,3 +49,11 @@ def test_every_timing_op_spins_the_gpu_up_first_and_a_lost_setup_is_reported(rep
         spin = replies[name]["spin_up"]
         assert spin["chunks"] >= 1 and spin["ms"] >= 1.0  # the probe's min_ms
     assert replies["replaced"] == {"ok": False, "kind": "need_setup", "message": "bench inputs not set up"}
+
+
+def test_a_kernelbench_forward_that_makes_a_tensor_is_verified_at_the_bench_size_in_float64(replies):
+    """Its float64 reference made torch.eye in float32 and failed ('expected both float64'), so the bench
+    size went unverified against torch."""
+    kb = replies["kernelbench_eye"]
+    assert kb["ok"] and kb["bench_error_ratio"] is not None and kb["bench_error_ratio"] < 1.0, kb
+    assert "bench_reference_error" not in kb and "bench_reference_error" not in replies["seed"]

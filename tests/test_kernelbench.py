@@ -304,3 +304,38 @@ def test_the_forward_is_checked_once_in_the_driver_and_the_layout_comes_without_
     assert evaluator.reference_args(evaluator.case_data(case).inputs[:2], case.size)[1] == 0.5
     params = next(f for f in reference_findings(evaluator) if f.name == "parameters matter")
     assert params.ok, params.detail
+
+
+def test_references_drawn_in_threads_at_once_match_those_drawn_alone_and_leave_the_default_dtype(tmp_path):
+    """`evo run --executor local` runs each evaluator on a thread of one process: the reference's torch
+    state (the global random generator get_inputs() draws from, the float64 default for tensors the
+    forward makes) is process-wide, so two references drawn at once must not see each other's."""
+    import threading
+
+    (tmp_path / "counted.py").write_text(COUNTED)
+    config = TaskConfig.model_validate({"kernelbench": "counted.py",
+                                        "sizes": {"check": [{"batch_size": 64, "dim": 64}]}})
+    alone = build_task(config, tmp_path)
+    cases = alone.cases(draws=2)
+    want = {c: alone.case_data(c).expected[0] for c in cases}
+    failures: list[str] = []
+
+    def draw() -> None:
+        for _ in range(15):
+            task = build_task(config, tmp_path, check_forward=False)
+            for c in cases:
+                try:
+                    got = task.case_data(c).expected[0]
+                except TaskError as e:
+                    failures.append(str(e))
+                    continue
+                if not np.array_equal(got, want[c]):
+                    failures.append(f"{c.label()}: another draw")
+
+    threads = [threading.Thread(target=draw) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[:3]
+    assert torch.get_default_dtype() == torch.float32

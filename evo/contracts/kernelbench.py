@@ -31,6 +31,9 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +165,27 @@ def _redraw(t: Any, gen: Any) -> Any:
     return torch.randn(orig.shape, generator=gen, dtype=torch.float64) * std + float(orig.mean())
 
 
+# torch's global random generator and default dtype are process-wide: a reference's draws and forward
+# hold this, so references drawn at once on threads of one process (`evo run --executor local`, one
+# thread per evaluator) neither draw from each other's generator nor see each other's default dtype.
+TORCH_STATE = threading.RLock()
+
+
+@contextmanager
+def float64_default() -> Iterator[None]:
+    """torch's default dtype float64 meanwhile (the reference runs in float64, tensors its forward makes
+    itself, as torch.eye(n), too), holding `TORCH_STATE`."""
+    import torch
+
+    with TORCH_STATE:
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            yield
+        finally:
+            torch.set_default_dtype(default)
+
+
 class KernelBenchTask(Task):
     """A KernelBench problem file with check and bench sizes from the config."""
 
@@ -234,10 +258,11 @@ class KernelBenchTask(Task):
         size = self.check_sizes[0]
         model, inputs = self.model_and_inputs(size, 0, self.dists[0])
         args = self.reference_args(inputs[: len(inputs) - len(model.state_dict())], size)
-        torch.manual_seed(0)
-        outs = self.reference_outputs(model, args, size)
-        torch.manual_seed(0xF0A1)  # other random draws: a random forward gives other outputs
-        again = self.reference_outputs(model, args, size)
+        with TORCH_STATE:
+            torch.manual_seed(0)
+            outs = self.reference_outputs(model, args, size)
+            torch.manual_seed(0xF0A1)  # other random draws: a random forward gives other outputs
+            again = self.reference_outputs(model, args, size)
         if any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(outs, again, strict=True)):
             raise TaskError(self._random_forward_message())
         self._forward_checked = True
@@ -276,11 +301,12 @@ class KernelBenchTask(Task):
         import torch
 
         ns = self.namespace(size)
-        torch.manual_seed(seed)
         gen = torch.Generator().manual_seed((seed if param_seed is None else param_seed) ^ 0x5EED)
         try:
-            model = ns["Model"](*ns["get_init_inputs"]())
-            forward = list(ns["get_inputs"]())
+            with TORCH_STATE:  # Model's init and get_inputs() draw from torch's global generator
+                torch.manual_seed(seed)
+                model = ns["Model"](*ns["get_init_inputs"]())
+                forward = list(ns["get_inputs"]())
         except Exception as e:
             raise TaskError(f"{self.path.name}: building Model or inputs failed: {one_line(e)}") from e
         self._layout(size, forward)
@@ -360,17 +386,12 @@ class KernelBenchTask(Task):
         """`model`'s outputs on `args` as the reference computes them (float64, tensors it makes too)."""
         import torch
 
-        default = torch.get_default_dtype()
         try:
-            # the reference runs in float64, tensors the forward makes itself (torch.randn(...)) too
-            torch.set_default_dtype(torch.float64)
-            with torch.no_grad():
+            with float64_default(), torch.no_grad():
                 out = model(*args)
         except Exception as e:
             raise TaskError(f"{self.path.name}: Model's forward ({self.mode} mode) failed at size {size}: "
                             f"{one_line(e)}") from e
-        finally:
-            torch.set_default_dtype(default)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         return [o.detach().numpy().copy() for o in outs]
 

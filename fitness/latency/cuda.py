@@ -202,6 +202,8 @@ class CudaLatency:
             detail["sol_bound_ms"] = sol_bound
         if reply.get("bench_error_ratio") is not None:
             detail["bench_error_ratio"] = reply["bench_error_ratio"]
+        if reply.get("bench_reference_error"):  # the torch reference failed there: checked in full instead
+            detail["bench_reference_error"] = str(reply["bench_reference_error"])
         result = LatencyResult(
             source=LatencySource.CUDA, latency_ms=latency, detail=detail, gpu=self.device_name,
             speedups={k: v / latency for k, v in adjacent.items() if latency > 0},

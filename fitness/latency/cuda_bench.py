@@ -133,7 +133,7 @@ class BenchOps:
             if fn is None:
                 raise LookupError("the task defines no torch_reference")
         else:
-            from evo.contracts.kernelbench import KernelBenchTask, torch_dtype
+            from evo.contracts.kernelbench import KernelBenchTask, float64_default, torch_dtype
 
             mode = str(t.get("mode", "train"))  # as the CPU check runs it (`KernelBenchTask.mode`)
             kb = KernelBenchTask(t["path"], check_sizes=[t["size"]], bench_sizes=[t["size"]], dtype=t["dtype"],
@@ -151,6 +151,13 @@ class BenchOps:
             def fn(*tensors: Any, model: Any = model, n: int = n_forward) -> Any:
                 with torch.no_grad():
                     return model(*(x.item() if i in scalars else x for i, x in enumerate(tensors[:n])))
+
+            if float64:  # as on the CPU: tensors the forward makes (torch.eye(n)) are float64 too
+                plain = fn
+
+                def fn(*tensors: Any) -> Any:
+                    with float64_default():
+                        return plain(*tensors)
 
         if compiled:
             fn = torch.compile(fn)
@@ -289,6 +296,8 @@ class BenchOps:
         except Exception as e:
             if "CUDA" in str(e):
                 return dict(runner.failure(e))
+            # the driver checks the outputs in full instead; the reason travels with the verdict
+            reply["bench_reference_error"] = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
         reply["bench_error_ratio"] = ratio
         if msg.get("keep_as"):
             st.kept[str(msg["keep_as"])] = _Kept(runner.module, dict(runner.params), runner.filename or "",
