@@ -101,6 +101,8 @@ class EvaluationBroker:
         self.actors: dict[str, Any] = {}  # every live evaluator and preparer actor, idle or busy
         self._in_broker = 0  # candidates between entering `_run` and leaving it
         self._queued_since = 0.0
+        self._running: dict[int, tuple[str, str, float]] = {}  # token -> (candidate id, level, since)
+        self._tokens = 0
 
     @property
     def device(self) -> str:
@@ -173,6 +175,9 @@ class EvaluationBroker:
         if self._in_broker == 0:
             self._queued_since = time.monotonic()
         self._in_broker += 1
+        self._tokens += 1
+        token = self._tokens
+        self._running[token] = (c.id, level, time.monotonic())
         try:
             node, verdict = "", None
             if self._preparers_live > 0:
@@ -181,6 +186,7 @@ class EvaluationBroker:
                 return verdict
             return await self._evaluate(c, level, node)
         finally:
+            self._running.pop(token, None)
             self._in_broker -= 1
             if self._in_broker == 0:
                 self.stats.queued_s += time.monotonic() - self._queued_since
@@ -280,6 +286,13 @@ class EvaluationBroker:
         if self._in_broker == 0:
             return self.stats
         return dataclasses.replace(self.stats, queued_s=self.stats.queued_s + time.monotonic() - self._queued_since)
+
+    async def in_flight(self) -> list[tuple[str, str, float]]:
+        """The candidates in the broker now (being prepared, waiting for an evaluator, or evaluated):
+        (id, level, seconds since they came in), the longest first."""
+        now = time.monotonic()
+        return sorted(((cid, level, now - since) for cid, level, since in self._running.values()),
+                      key=lambda r: -r[2])
 
     async def drain_events(self) -> list[dict[str, Any]]:
         out, self.events = self.events, []

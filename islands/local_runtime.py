@@ -204,9 +204,9 @@ class LocalRuntime:
         except concurrent.futures.TimeoutError:
             raise LocalTimeout(f"no result within {timeout} s") from None
 
-    def wait_one(self, refs: Sequence[Any]) -> Any:
-        concurrent.futures.wait(list(refs), return_when=concurrent.futures.FIRST_COMPLETED)
-        return next(r for r in refs if r.done())
+    def wait_one(self, refs: Sequence[Any], timeout: float | None = None) -> Any | None:
+        concurrent.futures.wait(list(refs), timeout, return_when=concurrent.futures.FIRST_COMPLETED)
+        return next((r for r in refs if r.done()), None)
 
     def kill(self, handle: Any) -> None:
         handle.kill()

@@ -28,11 +28,11 @@ class RayRuntime:
 
         return ray.get(refs, timeout=timeout)
 
-    def wait_one(self, refs: Sequence[Any]) -> Any:
+    def wait_one(self, refs: Sequence[Any], timeout: float | None = None) -> Any | None:
         import ray
 
-        [ready], _ = ray.wait(list(refs), num_returns=1)
-        return ready
+        ready, _ = ray.wait(list(refs), num_returns=1, timeout=timeout)
+        return ready[0] if ready else None
 
     def kill(self, handle: Any) -> None:
         import ray

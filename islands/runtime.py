@@ -23,8 +23,8 @@ class Runtime(Protocol):
 
     def get(self, refs: Any, timeout: float | None = None) -> Any: ...
 
-    def wait_one(self, refs: Sequence[Any]) -> Any:
-        """One of `refs` that is ready (blocks until there is one)."""
+    def wait_one(self, refs: Sequence[Any], timeout: float | None = None) -> Any | None:
+        """One of `refs` that is ready (blocks until there is one, or `timeout` seconds: then None)."""
         ...
 
     def kill(self, handle: Any) -> None: ...

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -16,14 +17,17 @@ from pathlib import Path
 import pytest
 import yaml
 
+from evo.app import campaign as campaign_module
 from evo.app.campaign import Campaign
 from evo.app.campaign_setup import CampaignHooks, prepare
 from evo.app.progress import PlainLog
+from evo.contracts.candidate import Candidate
+from evo.contracts.verdict import Evaluation
 from islands.local_runtime import LocalRuntime
 
 from .campaign_job import FAKE_HOOKS
 from .conftest import ROOT
-from .islands_fakes import fault_evaluator_factory, fault_mutator_factory
+from .islands_fakes import FakeLatencyEvaluator, fault_evaluator_factory, fault_mutator_factory
 from .test_campaign_ray import (
     advance_until_the_faults,
     assert_nothing_evaluated_twice,
@@ -168,3 +172,28 @@ def test_evo_run_works_where_ray_is_not_installed(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "CPU evaluator(s) (local executor" in done.stdout + done.stderr
     assert '"status": "finished"' in done.stdout
+
+
+class SlowEvaluator(FakeLatencyEvaluator):
+    """Every evaluation takes a few seconds more."""
+
+    def evaluate(self, candidate: Candidate, *, level: str = "full") -> Evaluation:
+        time.sleep(2.0)
+        return super().evaluate(candidate, level=level)
+
+
+def test_a_generation_without_news_says_which_candidate_is_in_evaluation_and_for_how_long(tmp_path, monkeypatch):
+    """A full run at the bench size in the interpreter can take many minutes on a CPU: the campaign says
+    what it is waiting for instead of going quiet."""
+    monkeypatch.setattr(campaign_module, "HEARTBEAT_S", 0.5)
+    config = write_config(tmp_path, islands={"count": 1, "population": 2, "offspring": 1},
+                          evaluators={"count": 1}, budget={"generations": 1})
+    hooks = CampaignHooks(mutator_factory=FAKE_HOOKS.mutator_factory,
+                          evaluator_factory=lambda task, settings, device: SlowEvaluator(task, settings, device))
+    c, out = local_campaign(config, hooks)
+    assert c.run()["status"] == "finished"
+    beats = [line for line in out.getvalue().splitlines() if "in progress for" in line]
+    assert beats, out.getvalue()
+    assert any(re.search(r"generation [01] in progress for \d+ s \(island 0\): 1 candidate in evaluation; the "
+                         r"longest, [0-9a-f]{16}, in (a quick check|its check and latency|a full run at the bench "
+                         r"size .*), for \d+ s", line) for line in beats), beats

@@ -27,7 +27,7 @@ from evo.app.campaign_setup import (
 )
 from evo.app.executor import Session, open_session
 from evo.app.metrics import CampaignMetrics
-from evo.app.progress import Display, IslandRow, Totals
+from evo.app.progress import Display, IslandRow, Totals, duration_words
 from evo.app.results import individual_summary, standalone_kernel
 from evo.app.signals import is_termination, terminate_as_interrupt
 from evo.app.sweep_ref import sweep_words
@@ -46,6 +46,11 @@ from islands.runtime import Runtime
 from mutators.llm import NO_REPLY
 
 MAX_RESTORES_PER_ROUND = 3
+# A generation without news for this long says what is still in evaluation (a full run at the bench size
+# in Triton's interpreter can take many minutes on a CPU)
+HEARTBEAT_S = 180.0
+LEVEL_WORDS = {"quick": "in a quick check", "full": "in its check and latency",
+               "verified": "in a full run at the bench size (a new best is verified before it counts)"}
 # causes of proposals that never became a candidate, as the progress lines and summary.json count them
 PROPOSAL_FAILURE_KINDS = ("llm_request_failed", "no_candidate")
 
@@ -196,8 +201,12 @@ class Campaign:
         pending = {self._advance(i): i for i in range(len(self.actors))}
         reports: dict[int, GenerationReport] = {}
         restores = [0] * len(self.actors)
+        since = time.monotonic()
         while pending:
-            ref = self.rt.wait_one(list(pending))
+            ref = self.rt.wait_one(list(pending), timeout=HEARTBEAT_S)
+            if ref is None:
+                self._heartbeat(target, sorted(pending.values()), time.monotonic() - since)
+                continue
             i = pending.pop(ref)
             try:
                 report: GenerationReport = self.rt.get(ref)
@@ -222,6 +231,22 @@ class Campaign:
             else:
                 reports[i] = report
         return [reports[i] for i in range(len(self.actors))]
+
+    def _heartbeat(self, target: int, islands: list[int], waited: float) -> None:
+        """Say what a long generation is waiting for."""
+        try:
+            running = self.rt.get(self.broker.in_flight.remote(), timeout=30)
+        except Exception:  # the broker is busy or gone: the round's own waiting will tell
+            running = []
+        which = f"island{'s' if len(islands) > 1 else ''} {', '.join(map(str, islands))}"
+        text = f"generation {target} in progress for {duration_words(waited)} ({which}): "
+        if running:
+            cid, level, seconds = running[0]
+            text += (f"{len(running)} candidate{'s' if len(running) > 1 else ''} in evaluation; the longest, {cid}, "
+                     f"{LEVEL_WORDS.get(level, level)}, for {duration_words(seconds)}")
+        else:
+            text += "no candidate in evaluation (the islands are proposing: mutators, LLM requests)"
+        self.display.message(text)
 
     def _on_report(self, r: GenerationReport) -> None:
         row = self.rows[r.island]

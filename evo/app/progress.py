@@ -38,6 +38,10 @@ class Totals:
     busy_fraction: float | None = None  # the evaluators' (`EvaluationStats.busy_fraction`)
 
 
+def duration_words(s: float) -> str:
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
+
+
 def _latency(ms: float | None, source: str) -> str:
     return "-" if ms is None else f"{ms:.4g} ms" + (f" ({source})" if source else "")
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from evo.app import doc as d
 from evo.app import plots
 from evo.app import run_stats as rs
+from evo.app.progress import duration_words
 from evo.app.run_data import Record, RunData, load_run
 from evo.app.trace import Trace, credit, trace_of
 from evo.contracts.mutator_config import LLMConfig
@@ -26,10 +27,6 @@ STATUS_TONE = {"finished": "good", "running": "info", "interrupted": "warn", "fa
 
 def _x(v: float | None, digits: int = 2) -> str:
     return "-" if v is None else f"{v:.{digits}f}x"
-
-
-def _duration(s: float) -> str:
-    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
 
 
 def source_banner(trace: Trace, best: Record | None) -> d.Callout:
@@ -129,7 +126,7 @@ def _timeline(run: RunData) -> list[d.Block]:
     out: list[d.Block] = [d.Heading("Timeline")]
     if len(moments) <= 2 and all(m.what in ("started", "stopped (finished)") for m in moments):
         return [*out, d.Para("One session, no infrastructure failures.")]
-    rows = [[_duration(m.elapsed_s), m.what, m.detail] for m in moments]
+    rows = [[duration_words(m.elapsed_s), m.what, m.detail] for m in moments]
     return [*out, d.Para("Sessions (kills and resumes) and infrastructure failures, on the campaign's clock "
                          "(pauses between sessions excluded). An infrastructure failure is never a candidate's "
                          "verdict: its check ran again on a fresh worker."),
@@ -226,7 +223,7 @@ def run_report(run: RunData) -> d.Doc:
     doc.add(d.Hero((
         (_x(trace.best_speedup), f"faster than the seed ({trace.latency_source or 'no latency'})"),
         (str(trace.evaluations), "evaluations (full and quick)"),
-        (_duration(run.wall_time_s), "wall time"),
+        (duration_words(run.wall_time_s), "wall time"),
         (f"${run.llm_usd:.4f}" if "llm" in run.mutator_kinds else "$0",
          "LLM cost" if "llm" in run.mutator_kinds else "LLM cost (no LLM mutator)"))))
     for part in (_best(run, trace, best), _progress(run, trace), _timeline(run), _migrations(run),
