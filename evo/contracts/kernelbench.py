@@ -358,15 +358,16 @@ class KernelBenchTask(Task):
                 import torch
 
                 get_inputs = self.namespace(size)["get_inputs"]
-                try:
-                    with torch.device("meta"):
-                        forward = list(get_inputs())
-                except Exception:  # get_inputs() needs data (a .numpy(), a .item()): draw it for real
+                with TORCH_STATE:  # a real draw moves torch's global generator
                     try:
-                        forward = list(get_inputs())
-                    except Exception as e:
-                        raise TaskError(f"{self.path.name}: get_inputs() failed at size {size}: "
-                                        f"{one_line(e)}") from e
+                        with torch.device("meta"):
+                            forward = list(get_inputs())
+                    except Exception:  # get_inputs() needs data (a .numpy(), a .item()): draw it for real
+                        try:
+                            forward = list(get_inputs())
+                        except Exception as e:
+                            raise TaskError(f"{self.path.name}: get_inputs() failed at size {size}: "
+                                            f"{one_line(e)}") from e
             self._layouts[key] = (len(forward), self._scalar_positions(forward))
         return self._layouts[key]
 
