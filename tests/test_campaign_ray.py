@@ -256,7 +256,7 @@ def test_the_llm_prompt_of_a_real_campaign_names_the_target_gpu_and_its_figures(
     assert "unspecified" not in hardware
 
 
-def test_llm_requests_that_fail_are_counted_in_the_progress_lines_and_the_summary(ray_cluster, tmp_path,
+def test_llm_requests_that_fail_are_counted_and_said_in_the_progress_lines_and_the_summary(ray_cluster, tmp_path,
                                                                                  monkeypatch):
     """The endpoint is down for its first requests, then answers: the campaign goes on, each failed
     request is counted (progress line and summary.json) and named by its endpoint in events."""
@@ -282,6 +282,10 @@ def test_llm_requests_that_fail_are_counted_in_the_progress_lines_and_the_summar
     assert "llm_request_failed=2" in out.getvalue()
     failed = [e for e in events(Path(summary["run_dir"]), "proposal_failed") if "LLM request failed" in e["error"]]
     assert len(failed) == 2 and all(url in e["error"] and "down-model" in e["error"] for e in failed)
+    # and the progress says why, once per distinct reason, not only how many
+    said = [line for line in out.getvalue().splitlines() if "llm proposal failed: LLM request failed" in line]
+    assert said and len(said) == len({line.split("failed: ", 1)[1] for line in said}), said
+    assert url in said[0] and "down-model" in said[0], said
 
 
 def test_exact_replay_of_a_recorded_campaign_reproduces_its_history(ray_cluster, tmp_path, monkeypatch):

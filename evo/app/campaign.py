@@ -53,6 +53,7 @@ LEVEL_WORDS = {"quick": "in a quick check", "full": "in its check and latency",
                "verified": "in a full run at the bench size (a new best is verified before it counts)"}
 # causes of proposals that never became a candidate, as the progress lines and summary.json count them
 PROPOSAL_FAILURE_KINDS = ("llm_request_failed", "no_candidate")
+MAX_FAILURES_SAID = 5  # distinct proposal failure reasons shown per session (all are in events.msgpack)
 
 
 def busy_summary(stats: EvaluationStats, device: str) -> dict[str, Any]:
@@ -104,6 +105,7 @@ class Campaign:
         self.generation = 0
         self.elapsed_before = 0.0
         self.llm_usd = 0.0
+        self.said_failures: set[str] = set()  # proposal failure reasons already shown (each once, a few)
         self.migration_rng = random.Random(f"evo-migration:{self.cfg.seed}")
         self.rows = [IslandRow(i) for i in range(n)]
         self.initialized = [False] * n
@@ -264,6 +266,9 @@ class Campaign:
             row.failures[key] = row.failures.get(key, 0) + 1
             self.store.events.append({"kind": "proposal_failed", "island": r.island, "generation": r.generation,
                                       "mutator": f.mutator, "parents": list(f.parents), "error": f.error})
+            if f.error not in self.said_failures and len(self.said_failures) < MAX_FAILURES_SAID:
+                self.said_failures.add(f.error)  # the counts say how often; this says why (an endpoint down)
+                self.display.message(f"island {r.island}: {f.mutator} proposal failed: {f.error}")
         totals = self._totals()
         self.display.update(row, self.rows, totals)
         if self.metrics is not None:
