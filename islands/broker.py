@@ -31,7 +31,7 @@ from typing import Any
 from evo.contracts.candidate import Candidate
 from evo.contracts.history import MsgpackLog
 from evo.contracts.records import Proposal
-from evo.contracts.verdict import Evaluation, Status
+from evo.contracts.verdict import FULL, VERIFIED, Evaluation, Status
 from fitness.prepare import Prepared
 from islands.evaluation import Answer, EvaluationLedger, EvaluationStats, Run
 from islands.evaluator_actor import EvaluatorActor, EvaluatorInfo, EvaluatorSpec, PreparerActor
@@ -101,7 +101,8 @@ class EvaluationBroker:
         self.actors: dict[str, Any] = {}  # every live evaluator and preparer actor, idle or busy
         self._in_broker = 0  # candidates between entering `_run` and leaving it
         self._queued_since = 0.0
-        self._running: dict[int, tuple[str, str, float]] = {}  # token -> (candidate id, level, since)
+        # token -> (candidate id, level, since, the model's estimate of a full run's CPU seconds)
+        self._running: dict[int, tuple[str, str, float, float | None]] = {}
         self._tokens = 0
 
     @property
@@ -177,7 +178,8 @@ class EvaluationBroker:
         self._in_broker += 1
         self._tokens += 1
         token = self._tokens
-        self._running[token] = (c.id, level, time.monotonic())
+        estimate = self._full_run_estimate(c) if level == VERIFIED else None
+        self._running[token] = (c.id, level, time.monotonic(), estimate)
         try:
             node, verdict = "", None
             if self._preparers_live > 0:
@@ -287,11 +289,22 @@ class EvaluationBroker:
             return self.stats
         return dataclasses.replace(self.stats, queued_s=self.stats.queued_s + time.monotonic() - self._queued_since)
 
-    async def in_flight(self) -> list[tuple[str, str, float]]:
+    def _full_run_estimate(self, c: Candidate) -> float | None:
+        """The CPU seconds the latency model estimated a full run of `c` at the bench size takes (from its
+        full evaluation; one bench size only), if known."""
+        known = self.ledger.lookup(c, FULL)
+        detail = known.evaluation.latency_detail if known is not None else {}
+        if not detail or "shapes" in detail:
+            return None
+        estimate = (detail.get("verification") or {}).get("full_run_estimate_s")
+        return float(estimate) if isinstance(estimate, (int, float)) else None
+
+    async def in_flight(self) -> list[tuple[str, str, float, float | None]]:
         """The candidates in the broker now (being prepared, waiting for an evaluator, or evaluated):
-        (id, level, seconds since they came in), the longest first."""
+        (id, level, seconds since they came in, a full run's estimated CPU seconds or None), the longest
+        first."""
         now = time.monotonic()
-        return sorted(((cid, level, now - since) for cid, level, since in self._running.values()),
+        return sorted(((cid, level, now - since, est) for cid, level, since, est in self._running.values()),
                       key=lambda r: -r[2])
 
     async def drain_events(self) -> list[dict[str, Any]]:

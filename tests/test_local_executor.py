@@ -175,19 +175,23 @@ def test_evo_run_works_where_ray_is_not_installed(tmp_path):
 
 
 class SlowEvaluator(FakeLatencyEvaluator):
-    """Every evaluation takes a few seconds more."""
+    """Every evaluation takes a few seconds more; a full one says, as the latency model does, how long a
+    full run at the bench size would take (20.5 min)."""
 
     def evaluate(self, candidate: Candidate, *, level: str = "full") -> Evaluation:
         time.sleep(2.0)
-        return super().evaluate(candidate, level=level)
+        evaluation = super().evaluate(candidate, level=level)
+        if level == "full" and evaluation.ok:
+            evaluation = evaluation.with_(latency_detail={"verification": {"full_run_estimate_s": 1230.0}})
+        return evaluation
 
 
 def test_a_generation_without_news_says_which_candidate_is_in_evaluation_and_for_how_long(tmp_path, monkeypatch):
     """A full run at the bench size in the interpreter can take many minutes on a CPU: the campaign says
     what it is waiting for instead of going quiet."""
     monkeypatch.setattr(campaign_module, "HEARTBEAT_S", 0.5)
-    config = write_config(tmp_path, islands={"count": 1, "population": 2, "offspring": 1},
-                          evaluators={"count": 1}, budget={"generations": 1})
+    config = write_config(tmp_path, islands={"count": 1, "population": 2, "offspring": 2},
+                          evaluators={"count": 1}, budget={"generations": 2})
     hooks = CampaignHooks(mutator_factory=FAKE_HOOKS.mutator_factory,
                           evaluator_factory=lambda task, settings, device: SlowEvaluator(task, settings, device))
     c, out = local_campaign(config, hooks)
@@ -197,3 +201,7 @@ def test_a_generation_without_news_says_which_candidate_is_in_evaluation_and_for
     assert any(re.search(r"generation [01] in progress for \d+ s \(island 0\): 1 candidate in evaluation; the "
                          r"longest, [0-9a-f]{16}, in (a quick check|its check and latency|a full run at the bench "
                          r"size .*), for \d+ s", line) for line in beats), beats
+    # a new best verified in full: the wait is put beside the model's estimate of it
+    verifying = [line for line in beats if "in a full run at the bench size" in line]
+    assert verifying and all("(the latency model estimated about 20.5 min of CPU for it)" in line
+                             for line in verifying), beats

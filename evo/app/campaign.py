@@ -243,9 +243,11 @@ class Campaign:
         which = f"island{'s' if len(islands) > 1 else ''} {', '.join(map(str, islands))}"
         text = f"generation {target} in progress for {duration_words(waited)} ({which}): "
         if running:
-            cid, level, seconds = running[0]
+            cid, level, seconds, estimate = running[0]
             text += (f"{len(running)} candidate{'s' if len(running) > 1 else ''} in evaluation; the longest, {cid}, "
                      f"{LEVEL_WORDS.get(level, level)}, for {duration_words(seconds)}")
+            if estimate:
+                text += f" (the latency model estimated about {duration_words(estimate)} of CPU for it)"
         else:
             text += "no candidate in evaluation (the islands are proposing: mutators, LLM requests)"
         self.display.message(text)
