@@ -179,7 +179,7 @@ class SlowEvaluator(FakeLatencyEvaluator):
     full run at the bench size would take (20.5 min)."""
 
     def evaluate(self, candidate: Candidate, *, level: str = "full") -> Evaluation:
-        time.sleep(2.0)
+        time.sleep(1.2)
         evaluation = super().evaluate(candidate, level=level)
         if level == "full" and evaluation.ok:
             evaluation = evaluation.with_(latency_detail={"verification": {"full_run_estimate_s": 1230.0}})
@@ -189,7 +189,7 @@ class SlowEvaluator(FakeLatencyEvaluator):
 def test_a_generation_without_news_says_which_candidate_is_in_evaluation_and_for_how_long(tmp_path, monkeypatch):
     """A full run at the bench size in the interpreter can take many minutes on a CPU: the campaign says
     what it is waiting for instead of going quiet."""
-    monkeypatch.setattr(campaign_module, "HEARTBEAT_S", 0.5)
+    monkeypatch.setattr(campaign_module, "HEARTBEAT_S", 0.3)
     config = write_config(tmp_path, islands={"count": 1, "population": 2, "offspring": 2},
                           evaluators={"count": 1}, budget={"generations": 2})
     hooks = CampaignHooks(mutator_factory=FAKE_HOOKS.mutator_factory,
