@@ -175,7 +175,7 @@ def test_evo_run_works_where_ray_is_not_installed(tmp_path):
 
 
 class SlowEvaluator(FakeLatencyEvaluator):
-    """Every evaluation takes a few seconds more; a full one says, as the latency model does, how long a
+    """Every evaluation takes a little longer; a full one says, as the latency model does, how long a
     full run at the bench size would take (20.5 min)."""
 
     def evaluate(self, candidate: Candidate, *, level: str = "full") -> Evaluation:
