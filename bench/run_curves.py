@@ -9,7 +9,8 @@ summary that name the cached sweep. One JSON object per line in `bench/data/abla
 keyed by ablation, variant and seed; `python -m bench.search_table --save` adds the finished runs
 found here, so seeds run in different sessions add up. A curve counts for the ablation file only
 while its variant's config hashes the same (`evo.app.ablation_config.config_hash`, independent of the
-checkout's folder): a changed variant's old curves are set aside, not mixed in.
+checkout's folder, or its kept config read by today's schema): a changed variant's old curves are set
+aside, not mixed in.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ class Curve:
     wall_time_s: float
     points: tuple[tuple[int, float, float], ...]  # (evaluation, seconds, best so far): the seed, then each gain
     reference_key: dict[str, Any]  # the summary's fields that name its cached sweep (`evo.app.sweep_ref.reference_of`)
+    # the run's config as written (`RunSpec.portable_config`): a schema that gained a key since hashes it
+    # the same as the variant now, where `config_hash` (today's schema then) no longer matches
+    config: dict[str, Any] | None = None
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -53,7 +57,7 @@ class Curve:
 
     @classmethod
     def of(cls, trace: Trace, *, ablation: str, variant: str, seed: int, config_hash: str, task: str,
-           llm: bool) -> Curve:
+           llm: bool, config: dict[str, Any] | None = None) -> Curve:
         points: list[tuple[int, float, float]] = []
         if trace.start is not None:
             points.append((trace.start.index, round(trace.start.elapsed_s, 3), 1.0))
@@ -64,7 +68,7 @@ class Curve:
         if gpu:
             reference["best"] = {"latency_gpu": gpu}
         return cls(ablation, variant, seed, config_hash, task, llm, trace.latency_source, trace.model_version,
-                   trace.evaluations, round(trace.wall_time_s, 3), tuple(points), reference)
+                   trace.evaluations, round(trace.wall_time_s, 3), tuple(points), reference, config)
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "points": [list(p) for p in self.points]}, sort_keys=True)

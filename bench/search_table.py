@@ -32,6 +32,7 @@ whose strategy has neither a finished run here nor a saved curve, and says which
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ from bench import run_curves
 from bench.run_curves import Curve, CurvesError
 from evo.app import doc as d
 from evo.app.ablation import AblationState
-from evo.app.ablation_config import load_ablation
+from evo.app.ablation_config import hash_of_kept, load_ablation
 from evo.app.ablation_report import run_traces
 from evo.app.ablation_stats import Spread
 from evo.app.sweep_ref import (
@@ -122,15 +123,18 @@ def rows_of(path: Path, output: Path | None, sweeps: Path, saved: dict[tuple[str
         curves: dict[int, Curve] = {}
         for seed, trace in traces.get(variant, []):
             curves[seed] = Curve.of(trace, ablation=name, variant=variant, seed=seed,
-                                    config_hash=specs[seed].config_hash(), task=task, llm=llm)
+                                    config_hash=specs[seed].config_hash(), task=task, llm=llm,
+                                    config=specs[seed].portable_config())
             found.local[curves[seed].key] = curves[seed]
         for seed, spec in specs.items():
             kept = saved.get((name, variant, seed))
             if seed in curves or kept is None:
                 continue
             if kept.config_hash != spec.config_hash():
-                found.stale.append(f"{name}/{variant} seed {seed}")
-                continue
+                if kept.config is None or hash_of_kept(kept.config, spec.config_dir) != spec.config_hash():
+                    found.stale.append(f"{name}/{variant} seed {seed}")
+                    continue
+                kept = dataclasses.replace(kept, config_hash=spec.config_hash())  # today's hash, as --save keeps it
             curves[seed] = kept
         if curves:
             ordered = tuple(curves[s] for s in sorted(curves))

@@ -292,3 +292,30 @@ def test_saved_curves_replace_kept_rows_and_a_broken_curves_file_is_refused(tmp_
     runs.write_text(runs.read_text() + "{not json\n")
     assert search_table.main([str(path), "--sweeps", str(sweeps), "--runs", str(runs)]) == 2
     assert f"{runs}:5: not a run curve" in capsys.readouterr().err
+
+
+def test_a_saved_curve_counts_after_the_schema_gains_a_key_and_not_after_its_config_changes(tmp_path, capsys):
+    """A config key added since a curve was saved (at its default) changes `config_hash` as today's schema
+    computes it; the curve keeps its config as written, read again by today's schema, so it still counts.
+    A kept config that differs from the variant's now is set aside as before, and so is a curve saved
+    before configs were kept whose hash no longer matches."""
+    import shutil
+
+    runs = tmp_path / "curves.jsonl"
+    path, sweeps = ablation(tmp_path, {"evolution": [climb(0.5)], "random-search": [climb(0.8)]})
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--runs", str(runs), "--save"]) == 0
+    first = _rows(capsys.readouterr().out)
+    shutil.rmtree(load_ablation(path).directory())
+    lines = [json.loads(line) for line in runs.read_text().splitlines()]
+    assert all(c["config"]["budget"]["evaluations"] == 10 and "seed" in c["config"] for c in lines)
+    for c in lines:
+        c["config_hash"] = "hashed-by-an-old-schema"
+    lines[1]["config"]["budget"]["evaluations"] = 12  # random-search's run: another experiment
+    runs.write_text("".join(json.dumps(c) + "\n" for c in lines))
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--runs", str(runs)]) == 0
+    text = capsys.readouterr().out
+    assert _rows(text) == {"search-softmax/evolution": first["search-softmax/evolution"]}
+    assert "Set aside (their variant's config changed since they ran): search-softmax/random-search seed 0." in text
+    del lines[0]["config"]  # saved before configs were kept: only the hash can tell, and it differs
+    runs.write_text("".join(json.dumps(c) + "\n" for c in lines))
+    assert search_table.main([str(path), "--sweeps", str(sweeps), "--runs", str(runs)]) == 1

@@ -118,6 +118,11 @@ class RunSpec:
         """Identifies the config (to notice a variant changed under finished runs)."""
         return config_hash(self.config, self.config_dir)
 
+    def portable_config(self) -> dict[str, Any]:
+        """The config as written (keys it does not set left out), its paths relative to the config's
+        folder: kept beside a run's figures, so a later schema can read it again (`hash_of_kept`)."""
+        return with_relative_paths(self.config, self.config_dir).model_dump(mode="json", exclude_unset=True)
+
 
 def config_hash(config: Config, config_dir: Path) -> str:
     """A short hash of a config as today's schema reads it (every key, defaults included), its paths
@@ -125,6 +130,15 @@ def config_hash(config: Config, config_dir: Path) -> str:
     folder) hashes the same."""
     text = json.dumps(with_relative_paths(config, config_dir).model_dump(mode="json"), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def hash_of_kept(kept: Mapping[str, Any], config_dir: Path) -> str | None:
+    """`config_hash` of a config kept by `RunSpec.portable_config`, read by today's schema (a key added
+    since, at its default, changes nothing); None when today's schema refuses it."""
+    try:
+        return config_hash(parse_config(dict(kept), source="a kept config"), config_dir)
+    except ConfigError:
+        return None
 
 
 @dataclass(frozen=True)
