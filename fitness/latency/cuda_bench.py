@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evo.contracts.config import SpinUpConfig, TimerConfig
+from evo.contracts.task import one_line
 from fitness.latency.bench_tensors import make_tensor
 from fitness.latency.timer import CudaEventClock, Subject, measure_interleaved, spin_up
 
@@ -297,7 +298,7 @@ class BenchOps:
             if "CUDA" in str(e):
                 return dict(runner.failure(e))
             # the driver checks the outputs in full instead; the reason travels with the verdict
-            reply["bench_reference_error"] = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
+            reply["bench_reference_error"] = one_line(e)
         reply["bench_error_ratio"] = ratio
         if msg.get("keep_as"):
             st.kept[str(msg["keep_as"])] = _Kept(runner.module, dict(runner.params), runner.filename or "",
