@@ -4,7 +4,9 @@ Started by `fitness.sandbox.process.Worker` with a scrubbed environment (``TRITO
 machine without CUDA, set before triton is imported). It lays out guarded buffers, calls
 ``launch`` under `CandidateGuard` and sends every storage back byte for byte: all judgement
 (guards, inputs unchanged, poison left, tolerance) happens in the driver, which never runs
-candidate code. Importing torch and triton is paid once per worker, not once per candidate.
+candidate code. Importing torch and triton is paid once per worker, not once per candidate: on the
+CPU (the interpreter, the compile worker) the worker is a fork server that runs each candidate in a
+process forked from it (`fitness.sandbox.forkserver`), so no candidate shares a process with another.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from typing import Any
 from fitness.sandbox import isolation, protocol
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# requests a fork-server worker answers itself, in the parent every candidate's process is forked from:
+# the bench inputs of the latency model (each candidate's process inherits them), a counter
+PARENT_OPS = frozenset({"profile_setup", "compile_seconds"})
 
 
 def sanitizer(views: list[Any], msg: dict[str, Any]) -> Any:
@@ -102,40 +107,54 @@ def main() -> None:
     gc.freeze()  # what the imports made is never garbage: keep each unload's collection cheap
     runner = Runner(args.device)
     latency_ops = LatencyOps(runner)
+    interpreted = args.device == "cpu" and not args.compile_only
+
+    def handle(msg: dict[str, Any]) -> dict[str, Any]:
+        op = msg.get("op")
+        if op == "load":
+            return runner.load(msg)
+        if op == "run":
+            reply = runner.run(msg, interpreted_check if interpreted else None)
+            if interpreted and reply.get("ok"):
+                reply["order"] = msg.get("order", "natural")  # the order its programs ran in
+            return reply
+        if op == "warm":
+            return runner.warm(msg)
+        if op == "compile_seconds":
+            from fitness.sandbox.jit_hooks import compile_seconds
+
+            return {"ok": True, "seconds": compile_seconds()}
+        if op == "unload":
+            runner.unload()
+            return {"ok": True}
+        if op in latency_ops.names:
+            return latency_ops.handle(op, msg)
+        if op == "ping":
+            return {"ok": True}
+        return {"ok": False, "kind": "crash", "message": f"unknown op {op!r}"}
+
+    def send(reply: dict[str, Any], msg: dict[str, Any]) -> dict[str, Any]:
+        return _send_reply(args.fd_out, reply, msg)
+
+    forks = args.device == "cpu"  # the interpreter and the compile worker: one process per candidate
     protocol.send(args.fd_out, {"op": "ready", "pid": os.getpid(), "torch": torch.__version__, "sandbox": sandbox,
-                                "sandbox_problems": problems})
+                                "sandbox_problems": problems, "forks": forks})
+    if forks:
+        from fitness.sandbox.forkserver import ForkServer
+
+        confine = isolation.confine_candidate_process if "seccomp" in sandbox else None
+        ForkServer(args.fd_in, args.fd_out, os.getcwd(), parent_ops=PARENT_OPS, handle_parent=handle,
+                   handle_child=handle, send=send, confine=confine).serve()
+        return
+    # a CUDA worker serves every candidate itself: a process forked after CUDA is initialized cannot use it
     while True:
         try:
             msg = protocol.receive(args.fd_in)
         except protocol.ChannelClosed:
             return
-        op = msg.get("op")
-        if op == "load":
-            reply = runner.load(msg)
-        elif op == "run":
-            interpreted = args.device == "cpu" and not args.compile_only
-            reply = runner.run(msg, interpreted_check if interpreted else None)
-            if interpreted and reply.get("ok"):
-                reply["order"] = msg.get("order", "natural")  # the order its programs ran in
-        elif op == "warm":
-            reply = runner.warm(msg)
-        elif op == "compile_seconds":
-            from fitness.sandbox.jit_hooks import compile_seconds
-
-            reply = {"ok": True, "seconds": compile_seconds()}
-        elif op == "unload":
-            runner.unload()
-            reply = {"ok": True}
-        elif op in latency_ops.names:
-            reply = latency_ops.handle(op, msg)
-        elif op == "ping":
-            reply = {"ok": True}
-        elif op == "exit":
+        if msg.get("op") == "exit":
             return
-        else:
-            reply = {"ok": False, "kind": "crash", "message": f"unknown op {op!r}"}
-        reply = _send_reply(args.fd_out, reply, msg)
-        if reply.get("fatal"):
+        if send(handle(msg), msg).get("fatal"):
             os._exit(3)  # the CUDA context or the heap may be gone: let the driver start afresh
 
 

@@ -122,8 +122,12 @@ def test_a_descriptor_the_worker_did_not_inherit_cannot_be_written(unlinted, tmp
 
 def test_the_worker_cannot_swap_its_log_for_a_link(unlinted):
     # the driver reads the log's tail into a crash's reason: a log replaced by a link to a secret would carry the
-    # secret into the run's history (and an LLM's prompt); the log lives where the worker cannot write
-    blocked(unlinted, "log = os.readlink('/proc/self/fd/1')\nos.unlink(log)\nos.symlink('/etc/shadow', log)")
+    # secret into the run's history (and an LLM's prompt). The worker's log lives where it cannot write, and a
+    # candidate's own output goes to a file without a name (`fitness.sandbox.forkserver`): nothing to replace
+    result = unlinted.evaluate(attack("log = os.readlink('/proc/self/fd/1')\nos.unlink(log)\n"
+                                      "os.symlink('/etc/shadow', log)"))
+    assert result.status is Status.COMPILE_ERROR and "FileNotFoundError" in result.reason, result.reason
+    assert "(deleted)" in result.reason
 
 
 def test_a_shared_triton_cache_is_not_writable(softmax_task, tmp_path, monkeypatch):
@@ -138,15 +142,24 @@ def test_a_shared_triton_cache_is_not_writable(softmax_task, tmp_path, monkeypat
     assert list(shared.iterdir()) == []
 
 
-def test_a_candidate_that_kills_its_worker_is_a_crash_that_reproduced(unlinted):
-    result = unlinted.evaluate(attack("os.kill(os.getpid(), 11)"))
+def test_a_candidate_that_crashes_its_process_is_a_crash_that_reproduced(unlinted):
+    result = unlinted.evaluate(attack("import ctypes\nctypes.string_at(0)"))
     assert result.status is Status.CRASH and "SIGSEGV" in result.reason, result.reason
     assert "reproduced on a fresh worker" in result.reason
 
 
+@pytest.mark.parametrize("target", ["os.getpid()", "os.getppid()", "0", "-os.getpgid(0)"])
+def test_a_candidate_cannot_signal_its_process_the_worker_or_the_group(unlinted, target):
+    # a candidate's process is forked from the worker (`fitness.sandbox.forkserver`); it may not end it
+    reason = blocked(unlinted, f"os.kill({target}, 9)")
+    assert "PermissionError" in reason
+    assert unlinted.evaluate(attack("pass")).ok  # the worker lived on
+
+
 def test_garbage_on_the_protocol_descriptor_is_a_crash(unlinted):
-    write_all = ("for fd in os.listdir('/proc/self/fd'):\n"
-                 "    try:\n        os.write(int(fd), b'\\x05\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\xc1garbage')\n"
+    # every descriptor by number (a candidate's process may not list its /proc/self/fd)
+    write_all = ("for fd in range(256):\n"
+                 "    try:\n        os.write(fd, b'\\x05\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\xc1garbage')\n"
                  "    except OSError:\n        pass")
     result = unlinted.evaluate(attack(write_all))
     assert result.status is Status.CRASH and "broke the protocol" in result.reason, result.reason
@@ -159,10 +172,10 @@ def test_a_forged_ok_reply_with_the_stolen_nonce_is_a_crash(unlinted):
     # so its storages are made up): the genuine reply then arrives where the ping's answer must be
     forge = '''
 frame = sys._getframe()
-while frame is not None and not {"msg", "args"} <= set(frame.f_locals):
+while frame is not None and not ("msg" in frame.f_locals and hasattr(frame.f_locals.get("self"), "fd_out")):
     frame = frame.f_back
 msg = frame.f_locals["msg"]
-fd = frame.f_locals["args"].fd_out
+fd = frame.f_locals["self"].fd_out
 assert all("data" not in s for s in msg["inputs"])
 made_up = [bytes(4096) for s in msg["inputs"]]
 payload = msgpack.packb({"ok": True, "seconds": 0.0, "inputs": made_up, "outputs": made_up, "seq": msg["seq"]})

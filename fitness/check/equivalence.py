@@ -195,7 +195,7 @@ def _check_once(
 
     def result(status: Status, reason: str, recycle: bool = False) -> Evaluation:
         if recycle:
-            worker.restart()
+            worker.recycle()
         frac = judge.mismatches / judge.elements if judge.elements else (0.0 if status is Status.OK else 1.0)
         graded = judge.error_sum / judge.outputs if judge.outputs else float("inf")
         if status is not Status.OK and graded == 0.0:

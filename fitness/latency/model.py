@@ -143,10 +143,9 @@ class ModelLatency:
                     "sms": self.gpu.sms, "max_blocks_per_sm": self.gpu.max_blocks_per_sm,
                     "max_warps_per_sm": self.gpu.max_warps_per_sm}
         load = {"op": "load", "source": candidate.source, "params": candidate.params, "name": candidate.id}
-        reply = self.interp.request(load, timeout)
+        reply: dict[str, Any] = {}
         for _ in range(2):
-            if not reply.get("ok"):
-                return reply
+            # the bench inputs first: a fork-server worker keeps them in the process each candidate's is forked from
             if self._setup_session != self.interp.starts:
                 inputs = [{"dtype": t.dtype, "shape": list(t.shape), "data": t.data.tobytes()} for t in data.inputs]
                 outputs = [{"dtype": d, "shape": list(s)} for d, s in zip(data.output_dtypes, data.output_shapes)]
@@ -155,11 +154,13 @@ class ModelLatency:
                 if not reply.get("ok"):
                     return reply
                 self._setup_session = self.interp.starts
+            reply = self.interp.request(load, timeout)  # a fresh process: no state carried from the check's calls
+            if not reply.get("ok"):
+                return reply
             reply = self.interp.request({"op": "profile", "key": key, "seed": seed, "settings": settings}, timeout)
             if reply.get("kind") != "need_setup":
                 return reply
-            self._setup_session = -1
-            reply = self.interp.request(load, timeout)  # the worker was replaced: load again
+            self._setup_session = -1  # the worker was replaced: set up again
         return reply
 
     def _compare(self, reply: dict[str, Any]) -> tuple[int, str | None]:

@@ -63,9 +63,12 @@ _SYSCALLS = {  # name -> number per architecture
     "tkill": {"x86_64": 200, "aarch64": 130},
     "kill": {"x86_64": 62, "aarch64": 129},
     "tgkill": {"x86_64": 234, "aarch64": 131},
+    "rt_sigqueueinfo": {"x86_64": 129, "aarch64": 138},
+    "rt_tgsigqueueinfo": {"x86_64": 297, "aarch64": 240},
 }
 _DENIED = ("socket", "io_uring_setup", "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_open",
-           "pidfd_getfd", "pidfd_send_signal", "tkill")
+           "pidfd_getfd", "pidfd_send_signal", "tkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+_SIGNALS = ("kill", "tgkill")  # allowed to the worker's own process and group; a candidate's process sends none
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
               "/etc/os-release", "/etc/mime.types")
 _SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.conf.d", "/etc/alternatives",
@@ -182,7 +185,7 @@ def _seccomp_program(arch: str, pid: int) -> list[tuple[int, int, int, int]]:
         prog.append((_JEQ_K, 0, 1, _SYSCALLS[name][arch]))
         prog.append((_RET_K, 0, 0, ret))
     own = {pid & 0xFFFFFFFF, (-pid) & 0xFFFFFFFF, 0}
-    for name in ("kill", "tgkill"):
+    for name in _SIGNALS:
         allowed = sorted(own) if name == "kill" else [pid]
         prog.append((_JEQ_K, 0, 3 + len(allowed), _SYSCALLS[name][arch]))
         prog.append((_LD_W_ABS, 0, 0, 16))  # the low word of args[0]
@@ -194,8 +197,30 @@ def _seccomp_program(arch: str, pid: int) -> list[tuple[int, int, int, int]]:
     return prog
 
 
+def _no_signals_program(arch: str) -> list[tuple[int, int, int, int]]:
+    """BPF, on top of the worker's: no signal to any process (a candidate's process may not signal the
+    worker that forked it, its group, or another candidate's)."""
+    deny_eperm = _RET_ERRNO | errno.EPERM
+    prog: list[tuple[int, int, int, int]] = [(_LD_W_ABS, 0, 0, 0)]  # syscall number (the arch is checked below)
+    for name in _SIGNALS:
+        prog.append((_JEQ_K, 0, 1, _SYSCALLS[name][arch]))
+        prog.append((_RET_K, 0, 0, deny_eperm))
+    prog.append((_RET_K, 0, 0, _RET_ALLOW))
+    return prog
+
+
+def confine_candidate_process() -> None:
+    """Confine a candidate's process forked from a confined worker (`fitness.sandbox.forkserver`) further:
+    it inherits the worker's Landlock and seccomp, whose signal rules name the worker's own process; here
+    it loses signals altogether. Raises OSError where seccomp fails (the caller, confined or not, decides)."""
+    _install(_no_signals_program(platform.machine()))
+
+
 def _seccomp(arch: str) -> None:
-    prog = _seccomp_program(arch, os.getpid())
+    _install(_seccomp_program(arch, os.getpid()))
+
+
+def _install(prog: list[tuple[int, int, int, int]]) -> None:
     raw = b"".join(struct.pack("<HBBI", code, jt, jf, k) for code, jt, jf, k in prog)
     filt = ctypes.create_string_buffer(raw, len(raw))
     fprog = struct.pack("<HxxxxxxQ", len(prog), ctypes.addressof(filt))

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -35,6 +34,7 @@ from typing import Any
 
 from evo.contracts.verdict import Status
 from fitness.sandbox import protocol
+from fitness.sandbox.forkserver import EXIT_NOISE
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _ENV_ALLOWED = {
@@ -88,13 +88,31 @@ _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def cpu_seconds(pid: int) -> float | None:
-    """CPU time (user + system, its waited-for children included) of a live process; None if unknown."""
+    """CPU time (user + system) of a live process and of its descendants, live or waited for; None if
+    unknown. A fork-server worker does its work in a child (`fitness.sandbox.forkserver`), whose time
+    counts as the worker's."""
+    own = _own_cpu(pid)
+    if own is None:
+        return None
+    return own + sum(cpu_seconds(child) or 0.0 for child in _children(pid))
+
+
+def _own_cpu(pid: int) -> float | None:
+    """User + system time of `pid` and of its children it waited for."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
         return sum(int(x) for x in fields[11:15]) / _CLOCK_TICKS
     except (OSError, IndexError, ValueError):
         return None
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+            return [int(x) for x in f.read().split()]
+    except (OSError, ValueError):
+        return []
 
 
 # failure kinds a reply may carry: a verdict's status, or what a latency op could not do
@@ -116,8 +134,6 @@ def _validate(reply: dict[str, Any], nonce: str) -> str:
 
 
 LOG_WINDOW = 1 << 16  # how much of the end of a worker's log `log_tail` reads
-# nanobind's report of leaked objects when a process with Triton's bindings exits abnormally
-_EXIT_NOISE = re.compile(r"^(nanobind: |\s*- leaked |\s*- \.\.\. skipped remainder|See https://nanobind)")
 
 
 class WorkerDied(Exception):
@@ -162,6 +178,7 @@ class Worker:
         self.isolation = isolation
         self.sandbox = ""  # the mechanism the worker reported (`isolation.FULL`, a part of it, or "process")
         self.sandbox_problems: list[str] = []
+        self.forks = False  # it runs each candidate in a process of its own (`fitness.sandbox.forkserver`)
         self._home = tempfile.mkdtemp(prefix="evo-home-")  # the worker's scratch: HOME, cwd, the only place it writes
         self._logs = tempfile.mkdtemp(prefix="evo-log-")  # the driver's: the worker cannot swap its log for a link
         self._log_path = Path(self._logs) / "worker.log"
@@ -229,6 +246,7 @@ class Worker:
         if hello.get("op") != "ready":
             self.kill()
             raise WorkerDied("worker sent a bad greeting")
+        self.forks = hello.get("forks") is True
         self.sandbox = str(hello.get("sandbox") or "process")
         self.sandbox_problems = [str(p) for p in hello.get("sandbox_problems") or []]
         self.ready = True
@@ -262,8 +280,10 @@ class Worker:
         with self._lock:
             reply = self._receive(timeout)
             if reply.get("fatal"):
-                self.kill()
-                return reply
+                if not self.forks:
+                    self.kill()
+                    return reply
+                # the candidate's process ended itself after a fatal failure; the worker that forked it lives
             self._submit({"op": "ping"})
             self._receive(min(timeout, 60.0))
             return reply
@@ -312,6 +332,9 @@ class Worker:
         if problem:
             self.kill()
             raise WorkerDied(f"the worker broke the protocol (a frame not written by the worker?): {problem}")
+        if reply.get("died") is True and not reply["ok"]:
+            # a fork-server worker answers for a candidate's process that died: a death, as if the worker's
+            raise WorkerDied(str(reply.get("message")))
         return reply
 
     def _cpu_since_submit(self) -> float | None:
@@ -347,7 +370,7 @@ class Worker:
             return ""
         finally:
             os.close(fd)
-        lines = [line for line in data.decode(errors="replace").splitlines() if not _EXIT_NOISE.match(line)]
+        lines = [line for line in data.decode(errors="replace").splitlines() if not EXIT_NOISE.match(line)]
         return " | ".join(line.rstrip() for line in lines if line.strip())[-n:]
 
     def kill(self) -> None:
@@ -373,6 +396,20 @@ class Worker:
         self._fds = (-1, -1)
         self.proc = None
         self.ready = False
+
+    def recycle(self) -> None:
+        """Discard what the last candidate may have damaged: its own process in a fork-server worker (the
+        worker that forks candidates ran none of their code), else the whole worker (`restart`)."""
+        with self._lock:
+            if self.forks and self.proc is not None and self.ready:
+                try:
+                    reply = self.request({"op": "unload"}, 60.0)
+                except (WorkerTimeout, WorkerDied):
+                    pass
+                else:
+                    if reply.get("ok"):
+                        return
+            self.restart()
 
     def restart(self) -> None:
         """Replace the worker process (its state may be damaged); the new one starts importing now. A closed

@@ -34,7 +34,11 @@ class ChannelTimeout(TimeoutError):
 def send(fd: int, message: dict[str, Any]) -> None:
     """One frame. The message is packed once (bench-size buffers are hundreds of MB: the header is
     written apart rather than joined to a copy of the payload); nothing is written if packing fails."""
-    payload = msgpack.packb(message, use_bin_type=True)
+    send_frame(fd, msgpack.packb(message, use_bin_type=True))
+
+
+def send_frame(fd: int, payload: bytes | bytearray) -> None:
+    """One frame of an already packed message (`receive_frame`'s payload, passed on unchanged)."""
     _write_all(fd, memoryview(_HEADER.pack(len(payload))))
     _write_all(fd, memoryview(payload))
 
@@ -74,14 +78,20 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytearray:
 
 
 def receive(fd: int, timeout: float | None = None) -> dict[str, Any]:
+    return receive_frame(fd, timeout)[1]
+
+
+def receive_frame(fd: int, timeout: float | None = None) -> tuple[bytearray, dict[str, Any]]:
+    """One frame: its packed payload (to pass on with `send_frame`) and the message it holds."""
     deadline = None if timeout is None else time.monotonic() + timeout
     (length,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
     if length > MAX_FRAME:
         raise ProtocolError(f"a frame announced {length} bytes")
+    payload = _read_exact(fd, length, deadline)
     try:
-        message = msgpack.unpackb(_read_exact(fd, length, deadline), raw=False)
+        message = msgpack.unpackb(payload, raw=False)
     except (ValueError, TypeError, msgpack.UnpackException) as e:
         raise ProtocolError(f"a frame is not valid msgpack ({type(e).__name__})") from None
     if not isinstance(message, dict):
         raise ProtocolError(f"a frame is a {type(message).__name__}, not a map")
-    return message
+    return payload, message
