@@ -30,7 +30,7 @@ REJECTED = [
     ("oob_store", Status.UNSAFE, "stores to y_ptr[17], which program (0, 0, 0)"),
     ("oob_load", Status.UNSAFE, "outside every tensor argument"),
     ("modifies_input", Status.UNSAFE, "input 0 was modified"),
-    ("state_cache", Status.WRONG_OUTPUT, "outside tolerance"),
+    ("state_cache", Status.LINT_ERROR, "line 25: a dict in the module-level value of CACHE is not allowed"),
     ("fp16_compute", Status.WRONG_OUTPUT, "outside tolerance"),
     ("no_max_subtraction", Status.WRONG_OUTPUT, "(wide)"),
     ("dunder_import", Status.LINT_ERROR, "'__import__'"),
@@ -85,6 +85,14 @@ GUARDED = [
 def test_torch_cheats_below_the_lint_are_stopped_by_the_guard(unlinted, name, words):
     result = unlinted.evaluate(candidate(f"softmax/{name}"))
     assert result.status is Status.LINT_ERROR and words in result.reason, result.reason
+
+
+def test_a_result_cache_below_the_lint_is_still_refused(unlinted):
+    """With the lint bypassed (it refuses the module-level dict), the cache is still refused: the run-time
+    guard refuses the tensor kept from an earlier call, or the check finds the replayed results wrong."""
+    result = unlinted.evaluate(candidate("softmax/state_cache"))
+    assert (result.status is Status.LINT_ERROR and "outlives the call" in result.reason) or (
+        result.status is Status.WRONG_OUTPUT and "outside tolerance" in result.reason), result.reason
 
 
 # ways launch could tell the CPU interpreter (where a kernel is checked) from a GPU, each put in place of

@@ -116,7 +116,14 @@ def test_outputs_no_affordable_run_can_verify_get_no_latency_and_a_reason():
 
 def test_module_state_carried_from_the_check_does_not_reach_the_timed_run(softmax: Evaluator, honest: float):
     r = softmax.evaluate(gaming("counts_its_calls"))
-    assert r.ok and r.latency_ms is not None and r.latency_ms > 0.8 * honest  # fresh module: it does the work
+    assert r.status is Status.LINT_ERROR and "line 19: a list in the module-level value of CALLS" in r.reason, r.reason
+    # below the lint (an internal hook bypasses it) it is never ok and fast: the check's calls find the
+    # launches it skips, or the timed run has a fresh module and it does the work
+    with Evaluator(task_with("softmax", SOFTMAX_BENCH), EvaluationConfig(timeout_s=60), device="cpu", secret=11,
+                   static_lint=False) as unlinted:
+        below = unlinted.evaluate(gaming("counts_its_calls"))
+    assert below.status is Status.WRONG_OUTPUT or (below.ok and below.latency_ms is not None
+                                                   and below.latency_ms > 0.8 * honest), below.reason
 
 
 # -- 3. unpredictable, representative sampling ----------------------------------------------------

@@ -117,3 +117,33 @@ range len min max abs int float bool tuple list dict enumerate zip round divmod 
 ValueError RuntimeError AssertionError TypeError NotImplementedError True False None
 """.split())
 JIT_BUILTINS = frozenset("range min max len int float abs print isinstance tuple True False None".split())
+# what a module-level value or a parameter's default may call: pure functions of constants that return a
+# number, a string or a tl.constexpr. Anything else could hand back a tensor, a container or an iterator,
+# an object a call of launch could change and the next call see (`fitness.check.module_state`)
+CONSTANT_CALLS = frozenset(
+    [f"math.{n}" for n in _MATH.split()]
+    + ["triton.cdiv", "triton.next_power_of_2", "triton.language.constexpr", "triton.language.cdiv"]
+    + "int float bool abs min max round divmod pow len".split()
+)
+# methods that change the object they are called on (torch's in-place methods, named with a trailing
+# underscore, count too): refused on a module-level object or an alias of one
+MUTATING_METHODS = frozenset("""
+append extend insert pop remove clear update setdefault popitem add discard sort reverse
+difference_update intersection_update symmetric_difference_update
+__setitem__ __delitem__ __setattr__ __delattr__ __iadd__ __isub__ __imul__ __ior__ __iand__
+""".split())
+# listed names that are values, not functions or modules: dtypes and constants, which a module-level
+# value or a default may name (a function object there is a second handle on something launch runs)
+_TL_DTYPES = """
+bfloat16 float16 float32 float64 float8e4b15 float8e4b8 float8e4nv float8e5 float8e5b16 int1 int8 int16
+int32 int64 uint8 uint16 uint32 uint64 void TRITON_MAX_TENSOR_NUMEL PropagateNan.ALL PropagateNan.NONE
+"""
+_TORCH_DTYPES = """
+float16 float32 float64 bfloat16 half float double int8 int16 int32 int64 uint8 bool long int
+float8_e4m3fn float8_e5m2
+"""
+CONSTANT_NAMES = frozenset(
+    [f"triton.language.{n}" for n in _TL_DTYPES.split()]
+    + [f"torch.{n}" for n in _TORCH_DTYPES.split()]
+    + [f"math.{n}" for n in "pi e inf nan tau".split()]
+)

@@ -7,10 +7,13 @@ triton.language, its math and libdevice, math, torch, typing) must reach a liste
 and attributes of values must be listed tensor, dtype or device-property queries; torch serves only
 allocation, dtypes, views and device queries (computing on data is rejected here, and again at run
 time by `fitness.sandbox.torch_guard`). Builtins are a short list, ``typing`` names appear only in
-annotations, annotations are never strings, and the module level holds only imports, function
-definitions and constant assignments. No exception handling (a try/except fallback hides a broken
-kernel), no classes, ``global``, ``with``, generators, no private or dunder attribute anywhere. The
-operating system confines what slips through (`fitness.sandbox.isolation`).
+annotations, annotations are never strings, ``torch.Tensor`` appears only in annotations, and the module
+level holds only imports, function definitions and constant assignments. Nothing a call does may outlive
+it (`fitness.check.module_state`): module-level values and defaults are immutable, no attribute is ever
+assigned, and no item store or mutating method reaches a module-level object or an alias of one. No
+exception handling (a try/except fallback hides a broken kernel), no classes, ``global``, ``with``,
+generators, no private or dunder attribute anywhere. The operating system confines what slips through
+(`fitness.sandbox.isolation`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import ast
 from dataclasses import dataclass, field
 
 from evo.contracts.candidate import CandidateError, module_literal, parse_module
+from fitness.check.aliases import chain
 from fitness.check.allowed import (
     BUILTINS,
     CHAINS,
@@ -29,6 +33,7 @@ from fitness.check.allowed import (
     MODULES,
     canonical,
 )
+from fitness.check.module_state import ModuleNames, state_problems
 from fitness.sandbox.device_queries import DEVICE_QUERIES
 
 FORBIDDEN_NODES: dict[type, str] = {
@@ -67,6 +72,13 @@ AUTOTUNE_HINT = (": the search tunes meta-parameters itself; drop the decorator,
                  "in SPACE (e.g. SPACE = {\"BLOCK\": [1024, 2048], \"num_warps\": [4, 8]})")
 
 
+# torch.Tensor(n) allocates on the host, where the harness neither poisons nor guards the buffer and a GPU
+# kernel cannot reach it; an isinstance test has nothing to decide (launch is handed tensors)
+TENSOR_ONLY_IN_ANNOTATIONS = (" may appear only in annotations: torch.Tensor(...) makes a host tensor that the "
+                              "harness neither poisons nor puts on the device (allocate with torch.empty(..., "
+                              "device=x.device))")
+
+
 def _torch_hint(module: str) -> str:
     if module == "torch":
         return " (candidates compute with Triton kernels; torch is for allocation, dtypes and device queries only)"
@@ -89,16 +101,6 @@ def _decorator_name(d: ast.expr) -> str:
 _CONSTANT_NODES = (ast.Constant, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.BinOp, ast.UnaryOp, ast.BoolOp,
                    ast.Compare, ast.IfExp, ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Slice, ast.keyword,
                    ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.expr_context)
-
-
-def _chain(node: ast.Attribute) -> tuple[ast.expr, list[str]]:
-    """The root of an attribute chain and its attribute names, outermost last."""
-    attrs: list[str] = []
-    target: ast.expr = node
-    while isinstance(target, ast.Attribute):
-        attrs.append(target.attr)
-        target = target.value
-    return target, list(reversed(attrs))
 
 
 class _Linter:
@@ -216,12 +218,20 @@ class _Linter:
             elif isinstance(node, ast.Name) and node.id.startswith("__"):
                 self.add(node, f"name {node.id!r} is not allowed")
             elif isinstance(node, ast.Attribute) and not isinstance(self.parents.get(id(node)), ast.Attribute):
-                self.check_chain(node)
+                if isinstance(node.ctx, ast.Load):  # a store or delete is refused whatever it names (module_state)
+                    self.check_chain(node)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) in self.annotation_nodes:
                 self.add(node, "string annotations are not allowed (write the annotation as an expression)")
             elif isinstance(node, ast.Name) and node.id in self.typing_names and id(node) not in self.annotation_nodes:
                 self.add(node, f"typing name {node.id!r} may appear only in annotations")
+            elif isinstance(node, ast.Name) and self.imported.get(node.id) == "torch.Tensor" \
+                    and id(node) not in self.annotation_nodes:
+                self.add(node, f"{node.id}{TENSOR_ONLY_IN_ANNOTATIONS}")
         self.check_module_values()
+        names = ModuleNames(bound=frozenset(self.module_names | set(self.functions) | set(self.aliases)),
+                            functions=frozenset(self.functions), aliases=self.aliases, imported=self.imported)
+        for node, msg in state_problems(self.tree, names):
+            self.add(node, msg)
         known = self.module_names | set(self.functions) | set(self.aliases) | BUILTINS
         for stmt in self.tree.body:
             parts = stmt.decorator_list if isinstance(stmt, ast.FunctionDef) else [stmt]
@@ -238,7 +248,7 @@ class _Linter:
     def check_chain(self, node: ast.Attribute) -> None:
         """An outermost attribute chain: from a module it must reach a listed name; what follows (and
         any attribute of a value) must be a listed value attribute."""
-        root, attrs = _chain(node)
+        root, attrs = chain(node)
         values = JIT_VALUE_ATTRS if id(node) in self.jit_nodes else HOST_VALUE_ATTRS
         rest = attrs
         if isinstance(root, ast.Name) and root.id in self.aliases:
@@ -250,6 +260,8 @@ class _Linter:
                     rest = attrs[k:]
                     if name.startswith("typing.") and id(node) not in self.annotation_nodes:
                         self.add(node, f"{written}: typing names may appear only in annotations")
+                    if name == "torch.Tensor" and id(node) not in self.annotation_nodes:
+                        self.add(node, f"{'.'.join([root.id, *attrs[:k]])}{TENSOR_ONLY_IN_ANNOTATIONS}")
                     break
             else:
                 self.add(node, f"{written} is not allowed: {canonical('.'.join([module, *attrs]))} is not on the "
@@ -307,7 +319,7 @@ class _Linter:
         if isinstance(f, ast.Name):
             return self.imported.get(f.id)
         if isinstance(f, ast.Attribute):
-            root, attrs = _chain(f)
+            root, attrs = chain(f)
             if isinstance(root, ast.Name) and root.id in self.aliases:
                 return canonical(".".join([self.aliases[root.id], *attrs]))
         return None
@@ -328,7 +340,7 @@ class _Linter:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Attribute) and node.attr == "device" and isinstance(node.ctx, ast.Load):
                 parent = self.parents.get(id(node))
-                root, _ = _chain(node)
+                root, _ = chain(node)
                 if isinstance(root, ast.Name) and root.id in self.aliases:
                     continue  # torch.device: the allowlist of names refuses it
                 call = self.parents.get(id(parent)) if parent is not None else None
