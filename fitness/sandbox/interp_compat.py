@@ -22,6 +22,9 @@ so every bfloat16 kernel with a ``tl.dot`` was rejected on the CPU). `install` w
 to float32 first (exact: bfloat16 is float32's top half); their products are then exact in float32,
 as on the tensor cores, which accumulate in float32.
 
+Atomics. A float32 or float64 ``tl.atomic_xchg`` and a bfloat16 ``tl.atomic_add``, which a GPU runs,
+fail in the interpreter; `install` runs them (`fitness.sandbox.interp_atomics`).
+
 libdevice. Its functions are stubs outside the GPU compiler; `install` puts numpy versions of its float
 math in their place (`fitness.sandbox.interp_libdevice`).
 
@@ -44,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from fitness.sandbox import interp_libdevice
+from fitness.sandbox import interp_atomics, interp_libdevice
 from fitness.sandbox.float_bits import FLOAT32_MANTISSA_BITS, keep_mantissa_bits
 
 _MARK = "_evo_compat"
@@ -70,6 +73,7 @@ def install() -> bool:
 
     _boolean_results_are_int1(interp)
     _tf32_dots(interp)
+    interp_atomics.install(interp)
     interp_libdevice.install()
     original = getattr(interp, "_patch_lang_tensor", None)
     if original is None or getattr(original, _MARK, False):

@@ -15,14 +15,15 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from torch.overrides import TorchFunctionMode
+from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
 from fitness.sandbox.device_queries import DEVICE_QUERIES
 from fitness.sandbox.masked_poison import poison_of
+from fitness.sandbox.provenance import Provenance
 
 # nothing that tells which kind of device holds a tensor (is_cuda, get_device, a tensor's repr or format,
 # which name it; data_ptr, whose alignment does): what ran in the CPU interpreter must be what runs on the
@@ -41,6 +42,7 @@ ALLOCATIONS = {
 }
 ALLOWED = METADATA | VIEWS | ALLOCATIONS
 UNINITIALIZED = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
+FILLS = {"zero_", "fill_"}  # write a view of memory that exists: no allocation
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _THIS_FILE = __file__
 _PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -97,15 +99,22 @@ class CandidateGuard(TorchFunctionMode):
     check run's index), memory the candidate allocates without contents (``torch.empty`` and kin) is
     filled with that run's poison: a host allocator often hands out fresh zeroed pages where a GPU's
     caching allocator hands back what the last kernel left, so a kernel that reads scratch it never wrote
-    must fail the check, not only on the GPU. Timed and modelled runs are not poisoned (a fill costs)."""
+    must fail the check, not only on the GPU. Timed and modelled runs are not poisoned (a fill costs).
 
-    def __init__(self, filename: str, poison_run: int | None = None) -> None:
+    In a check run the guard is also told the harness (`inputs`, `outputs`: the views ``launch`` gets),
+    and records in `provenance` every allocation and host fill candidate code makes: the sanitizer
+    (`fitness.check.sanitizer`) refuses a kernel argument that is none of these and tracks which bytes
+    of outputs and scratch were written before they are read."""
+
+    def __init__(self, filename: str, poison_run: int | None = None, *, inputs: Sequence[Any] | None = None,
+                 outputs: Sequence[Any] | None = None) -> None:
         super().__init__()
         self.filename = filename
         self.poison_run = poison_run
         self.triton_dir = _triton_dir()
         self.initialized: set[int] = set()  # storages the candidate allocated with contents (zeros, full...)
         self.filled_bytes: list[int] = []  # bytes each such allocation or fill (zero_, fill_) wrote: a memset each
+        self.provenance = Provenance.of(inputs, outputs)
 
     def _caller_is_candidate(self) -> bool:
         frame = sys._getframe(2)
@@ -140,10 +149,28 @@ class CandidateGuard(TorchFunctionMode):
             if name in VIEWS and isinstance(result, torch.Tensor) and args and isinstance(args[0], torch.Tensor):
                 if result.untyped_storage().data_ptr() != args[0].untyped_storage().data_ptr():
                     raise ForbiddenOperation(f"torch '{name}' copied the data instead of viewing it")
-            if name in UNINITIALIZED and isinstance(result, torch.Tensor) and self.poison_run is not None:
-                poison_storage(result, self.poison_run)
-            elif name in ALLOCATIONS and isinstance(result, torch.Tensor) and name not in UNINITIALIZED:
-                self.initialized.add(int(result.untyped_storage().data_ptr()))
-                self.filled_bytes.append(int(result.numel()) * int(result.element_size()))
+            if name in ALLOCATIONS and isinstance(result, torch.Tensor):
+                self._record(name, result)
             return result
         return func(*args, **kwargs)
+
+    def _record(self, name: str, t: torch.Tensor) -> None:
+        if name in UNINITIALIZED:
+            if self.poison_run is not None:
+                poison_storage(t, self.poison_run)
+            self.provenance.allocated(name, t, initialized=False)
+            return
+        self.initialized.add(int(t.untyped_storage().data_ptr()))
+        self.filled_bytes.append(int(t.numel()) * int(t.element_size()))
+        if name in FILLS:
+            self.provenance.filled(t)
+        else:
+            self.provenance.allocated(name, t, initialized=True)
+
+
+def active_guard() -> CandidateGuard | None:
+    """The innermost `CandidateGuard` in force (torch keeps the stack of active function modes)."""
+    for mode in reversed(_get_current_function_mode_stack()):
+        if isinstance(mode, CandidateGuard):
+            return mode
+    return None

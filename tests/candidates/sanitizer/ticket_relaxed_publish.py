@@ -1,0 +1,36 @@
+"""Wrong on a GPU: `ticket_last_program` with every atomic ``sem="relaxed"``, and the partial sums
+published and read back with atomics (``atomic_add`` onto zeros, and of 0 to read), so no two
+programs' plain accesses meet. Relaxed atomics order nothing: the program with the last ticket may
+read a partial before its program's update reaches memory. Right in the interpreter, which runs
+programs one after another; ``ok`` while the sanitizer ignored ``sem``."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _sum(x_ptr, part_ptr, count_ptr, out_ptr, n, PROGRAMS: tl.constexpr, BLOCK: tl.constexpr,
+         PBLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    part = tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0), axis=0)
+    tl.atomic_add(part_ptr + pid, part, sem="relaxed")
+    ticket = tl.atomic_add(count_ptr, 1, sem="relaxed")
+    if ticket == PROGRAMS - 1:
+        p = tl.arange(0, PBLOCK)
+        parts = tl.atomic_add(part_ptr + p, tl.zeros((PBLOCK,), dtype=tl.float32), mask=p < PROGRAMS,
+                              sem="relaxed")
+        tl.store(out_ptr, tl.sum(tl.where(p < PROGRAMS, parts, 0.0), axis=0))
+
+
+PARAMS = {"BLOCK": 1024, "num_warps": 4}
+
+
+def launch(x, out, *, BLOCK, num_warps):
+    n = x.numel()
+    programs = triton.cdiv(n, BLOCK)
+    part = torch.zeros(programs, dtype=torch.float32, device=x.device)
+    count = torch.zeros(1, dtype=torch.int32, device=x.device)
+    _sum[(programs,)](x, part, count, out, n, PROGRAMS=programs, BLOCK=BLOCK,
+                      PBLOCK=triton.next_power_of_2(programs), num_warps=num_warps)
