@@ -19,10 +19,13 @@ import secrets
 
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig
+from evo.contracts.gpus import get_profile
 from evo.contracts.task import Case, Task
 from evo.contracts.verdict import FULL, QUICK, VERIFIED, Evaluation, Status
-from fitness.check.equivalence import bench_check, check_equivalence, odd_check
+from fitness.check.equivalence import Observed, bench_check, check_equivalence, odd_check
+from fitness.check.gpu_compile import compile_all
 from fitness.check.lint import lint
+from fitness.check.reach import reach
 from fitness.latency.stage import LatencyStage
 from fitness.sandbox import isolation as os_isolation
 from fitness.sandbox.process import Worker
@@ -90,6 +93,7 @@ class Evaluator:
         self.worker.start()  # overlap the worker's imports with the caller's work
         self.latency = LatencyStage(task, settings, device=self.device, worker=self.worker, secret=self.secret,
                                     bench_check=self._bench_check)
+        self._own_compiler: Worker | None = None
 
     def isolation(self) -> tuple[str, list[str]]:
         """The worker's OS isolation (waits for the worker to start): its mechanism and what it lacks.
@@ -122,19 +126,26 @@ class Evaluator:
         if rejected is not None:
             return rejected
         check_level = FULL if level == VERIFIED else level
+        # every line must run in a full check; the probes that tell need the interpreter
+        observed = Observed() if check_level == FULL and self.device == "cpu" else None
         ev = check_equivalence(self.worker, self.task, candidate, self.cases(check_level), base,
                                timeout=self.settings.timeout_s, stop_on_failure=level != QUICK,
-                               sanitize=self.settings.sanitize)
+                               sanitize=self.settings.sanitize, observed=observed)
+        if ev.ok and observed is not None:
+            ev = reach(candidate, self.task, ev, observed, lambda size, seen: check_equivalence(
+                self.worker, self.task, candidate, self.task.cases([size], draws=1, every_dist=False), base,
+                timeout=self.settings.timeout_s, sanitize=self.settings.sanitize, observed=seen))
         if ev.ok and self.latency.enabled:
             ev = self.latency.measure(candidate, level=check_level).apply(ev)
         if ev.ok and level == VERIFIED:
-            ev = self._verify(candidate, ev)
+            ev = self._verify(candidate, ev, observed)
         return ev
 
-    def _verify(self, candidate: Candidate, ev: Evaluation) -> Evaluation:
+    def _verify(self, candidate: Candidate, ev: Evaluation, observed: Observed | None) -> Evaluation:
         """`ev` after a full run at every bench size. The model's own full run (first bench size) is
         not repeated; in the interpreter, a run the model estimates to exceed ``verify_timeout_s`` is
-        not started: a ``timeout`` that says so (the candidate is not verified, so not ``ok``)."""
+        not started: a ``timeout`` that says so (the candidate is not verified, so not ``ok``). Then every
+        kernel specialization the check's runs launched (`observed`) must compile for the target GPU."""
         verification = ev.latency_detail.get("verification") or {}
         limit = self.settings.verify_timeout_s
         for i, case in enumerate(self.task.bench_cases(self.secret)):
@@ -146,19 +157,37 @@ class Evaluator:
                     f"not verified at bench size {case.size_json}: a full run in the interpreter would take "
                     f"about {estimate:.0f} CPU seconds (evaluation.verify_timeout_s is {limit:.0f} s); bench at "
                     f"smaller sizes on a CPU, or verify on a GPU"))
-            full = self._bench_check(candidate, case)
+            full = bench_check(self.worker, self.task, candidate, case, self.settings, self.device, observed)
             if not full.ok:
                 return _failed(ev, full, f"at bench size {case.size_json}")
         odd, skipped = self._odd_cases()
         for case in odd:
-            full = odd_check(self.worker, self.task, candidate, case, self.settings, self.device)
+            full = odd_check(self.worker, self.task, candidate, case, self.settings, self.device, observed)
             if not full.ok:
                 return _failed(ev, full, f"at size {case.size_json}, between the check and bench sizes (drawn "
                                          f"for this verification)")
         between = f" and {len(odd)} size(s) between the check and bench sizes" if odd else ""
         unrun = f" (the task's reference does not run at {', '.join(skipped)})" if skipped else ""
+        compiled = ""
+        if observed is not None and observed.specs:
+            arch = get_profile(self.settings.target_gpu).arch
+            refused = compile_all(self._compiler(), candidate, observed, arch=arch,
+                                  timeout=self.settings.latency_timeout_s)
+            if refused is not None:
+                return ev.with_(status=refused[0], reason=refused[1])
+            compiled = f"; all {len(observed.specs)} kernel specializations the check ran compile for the GPU"
         return ev.with_(reason=f"{ev.reason}; verified in full at {len(self.task.bench_sizes)} bench size(s)"
-                               f"{between}{unrun}")
+                               f"{between}{unrun}{compiled}")
+
+    def _compiler(self) -> Worker:
+        """A compile worker (no interpreter, no GPU): the latency model's, else one of this evaluator's."""
+        shared = self.latency.compile_worker()
+        if shared is not None:
+            return shared
+        if self._own_compiler is None:
+            self._own_compiler = Worker(compile_only=True, memory_mb=self.settings.memory_mb,
+                                        isolation=self.settings.isolation)
+        return self._own_compiler
 
     def _odd_cases(self) -> tuple[list[Case], list[str]]:
         """`Task.odd_cases` of this run's secret whose reference runs, and the sizes of those that do not
@@ -190,6 +219,8 @@ class Evaluator:
 
     def close(self) -> None:
         self.latency.close()
+        if self._own_compiler is not None:
+            self._own_compiler.close()
         if self._own_worker:
             self.worker.close()
 

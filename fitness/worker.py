@@ -42,13 +42,16 @@ def sanitizer(views: list[Any], msg: dict[str, Any]) -> Any:
 
 
 @contextmanager
-def interpreted_check(views: list[Any], msg: dict[str, Any]) -> Iterator[None]:
-    """What wraps one interpreted check run: the sanitizer, and the order its programs run in
-    (`fitness.sandbox.program_order`: natural, or shuffled as the message says)."""
+def interpreted_check(views: list[Any], msg: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """What wraps one interpreted check run: the sanitizer, the order its programs run in
+    (`fitness.sandbox.program_order`: natural, or shuffled as the message says), and the record of the
+    specializations it launches (`fitness.sandbox.launch_specs`), which join the reply."""
+    from fitness.sandbox.launch_specs import recording
     from fitness.sandbox.program_order import NATURAL, program_order
 
-    with program_order(str(msg.get("order", NATURAL))), sanitizer(views, msg):
-        yield
+    specs: list[dict[str, Any]] = []
+    with recording(specs), program_order(str(msg.get("order", NATURAL))), sanitizer(views, msg):
+        yield {"specs": specs}
 
 
 def _exit_with_parent() -> None:

@@ -9,11 +9,16 @@ size runs twice with different poisons and must agree (state across calls, nonde
 elements written only by chance); in the interpreter the second run, and every bench-size run, takes
 the programs in a shuffled order (a result that depends on the order in which programs run). Later
 draws of the same size use fresh values, so a candidate that caches by shape or address fails them.
+Runs differ in layout as users' calls do (`_layouts`): views inside the guarded storage and tensors of
+their own at offset 0, outputs holding NaN, an odd value or zero, so a kernel that branches on a
+tensor's offset or on what its output holds meets both sides in the check.
 """
 
 from __future__ import annotations
 
+import json
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,10 +32,49 @@ from fitness.sandbox import zones as guard
 from fitness.sandbox.process import Worker, WorkerDied, WorkerTimeout
 
 
-def _run_message(data: CaseData, run: int, bench: bool, sanitize: bool) -> dict[str, object]:
+@dataclass
+class Observed:
+    """What a check's runs showed of the candidate's code: the points they reached (probe keys,
+    `fitness.check.coverage`) and the kernel specializations they launched, each with the first case
+    that launched it (`fitness.sandbox.launch_specs`)."""
+
+    probes: set[int] = field(default_factory=set)
+    specs: dict[str, str] = field(default_factory=dict)
+
+    def add(self, reply: dict[str, object], case: Case) -> None:
+        self.probes.update(int(k) for k in reply.get("probes") or [])  # type: ignore[attr-defined]
+        for spec in reply.get("specs") or []:  # type: ignore[attr-defined]
+            self.specs.setdefault(json.dumps(spec, sort_keys=True), case.label())
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How one run lays out its buffers: the poison outputs hold before the call (`fitness.sandbox.zones`)
+    and whether each tensor is a view inside its guarded storage (offset past the guard) or a storage of
+    its own at offset 0, as a user's tensor is (`fitness.sandbox.runner.Runner._tensor`)."""
+
+    poison: int
+    exact: bool
+
+
+def _layouts(first_of_size: bool, bench: bool, index: int) -> list[_Layout]:
+    """The runs of a case: a size's first case twice (under NaN inside the guards, then under an odd value at
+    offset 0: the determinism check); its later cases once, under zero poison, at either offset in turn; a
+    bench size once at offset 0 (the profiled and the users' layout). No run can tell a checked call from a
+    user's: every layout and poison the check uses is one a user's call may have."""
+    if bench:
+        return [_Layout(guard.NAN, True)]
+    if first_of_size:
+        return [_Layout(guard.NAN, False), _Layout(guard.ODD, True)]
+    return [_Layout(guard.ZERO, index % 2 == 1)]
+
+
+def _run_message(data: CaseData, run: int, bench: bool, sanitize: bool, layout: _Layout) -> dict[str, object]:
     return {
         "op": "run",
         "run": run,
+        "poison": layout.poison,
+        "layout": "exact" if layout.exact else "view",
         # in the interpreter: the second run of a size, and a bench-size run, take the programs in a
         # shuffled order (a GPU's is any): a result that depends on it fails (`fitness.sandbox.program_order`)
         "order": "shuffled" if run == 1 or bench else "natural",
@@ -95,7 +139,7 @@ def _tf32_words(reply: dict[str, object]) -> str:
             "about 1e-3 relative error): tl.dot(..., input_precision=\"ieee\") keeps float32 precision")
 
 
-def _inspect_run(data: CaseData, reply: dict[str, object], run: int, judge: _Judge, label: str,
+def _inspect_run(data: CaseData, reply: dict[str, object], poison: int, judge: _Judge, label: str,
                  outputs_first: list[np.ndarray] | None, task: Task) -> list[np.ndarray]:
     """Check one run's storages; returns the outputs (storage type) for the determinism check."""
     for i, (t, storage) in enumerate(zip(data.inputs, reply["inputs"])):  # type: ignore[call-overload]
@@ -113,11 +157,12 @@ def _inspect_run(data: CaseData, reply: dict[str, object], run: int, judge: _Jud
             judge.fail(Status.UNSAFE, f"out-of-bounds store: the guard zone around output {i} changed ({label})")
         _, body, _ = guard.split(storage, dtype, shape)
         outs.append(body)
-        poison = guard.filled(body.shape, dtype, run)
-        unwritten = int(same_bits(body, poison).sum()) if body.size else 0
-        expected_poison = int(same_bits(np.asarray(dtypes.cast(data.expected[i], dtype)), poison).sum()) if (
-            run == 0 and body.size) else 0
-        if unwritten > expected_poison:
+        unwritten = 0
+        if body.size and poison != guard.ZERO:  # zero is a value outputs hold: the comparison judges those
+            filled = guard.filled(body.shape, dtype, poison)
+            expected = np.asarray(dtypes.cast(data.expected[i], dtype)).reshape(body.shape)
+            unwritten = int((same_bits(body, filled) & ~same_bits(expected, filled)).sum())
+        if unwritten:
             judge.fail(Status.WRONG_OUTPUT,
                        f"output {i}: {unwritten} of {body.size} elements were never written: they still hold "
                        f"the poison outputs are filled with before each call (not stored to, or only added to "
@@ -148,12 +193,15 @@ def check_equivalence(
     bench: bool = False,
     sanitize: bool,
     retries: int = 1,
+    observed: Observed | None = None,
 ) -> Evaluation:
     """Run `candidate` on every case in `worker` and judge the results here: `base` with the
     equivalence verdict and its error figures. A worker that may be damaged (a timeout, a crash, an
     out-of-bounds store) is replaced before this returns. `bench`: the cases are bench sizes (one
     run each: the determinism check belongs to check sizes; the sanitizer checks bounds only).
     `sanitize`: run the interpreter's race and bounds sanitizer (off only to measure its cost).
+    `observed`: record what the runs show of the candidate's code there (the interpreter's probes and the
+    specializations launched: `Observed`).
 
     A worker that dies (a signal, an exit, a broken protocol) may have been killed from outside (an
     operator, the OOM killer, a node going away), and one that times out while it got little CPU
@@ -165,7 +213,7 @@ def check_equivalence(
     while True:
         before = len(incidents)
         ev = _check_once(worker, task, candidate, cases, base, timeout=timeout, stop_on_failure=stop_on_failure,
-                         bench=bench, sanitize=sanitize, incidents=incidents)
+                         bench=bench, sanitize=sanitize, incidents=incidents, observed=observed)
         if len(incidents) == before:  # this attempt's worker lived and was not stalled
             if incidents:
                 ev = ev.with_(reason=f"{ev.reason} (after an infrastructure failure, not reproduced on a fresh "
@@ -187,6 +235,7 @@ def _check_once(
     bench: bool,
     sanitize: bool,
     incidents: list[str],
+    observed: Observed | None,
 ) -> Evaluation:
     """One attempt of `check_equivalence`; a worker death or stall is appended to `incidents`."""
     start = time.monotonic()
@@ -210,27 +259,30 @@ def _check_once(
 
     try:
         reply = worker.request(
-            {"op": "load", "source": candidate.source, "params": candidate.params, "name": candidate.id},
+            {"op": "load", "source": candidate.source, "params": candidate.params, "name": candidate.id,
+             "coverage": observed is not None},
             timeout,
         )
         if not reply.get("ok"):
             return result(_KIND.get(str(reply.get("kind")), Status.CRASH), str(reply.get("message")),
                           bool(reply.get("fatal")))
         seen_sizes: set[str] = set()
-        for case in cases:
+        for index, case in enumerate(cases):
             data = task.case_data(case)
-            runs = (0, 1) if case.size_json not in seen_sizes and not bench else (0,)
+            layouts = _layouts(case.size_json not in seen_sizes, bench, index)
             seen_sizes.add(case.size_json)
             first: list[np.ndarray] | None = None
-            for run in runs:
-                reply = worker.request(_run_message(data, run, bench, sanitize), timeout)
+            for run, layout in enumerate(layouts):
+                reply = worker.request(_run_message(data, run, bench, sanitize, layout), timeout)
                 if not reply.get("ok"):
                     status = _KIND.get(str(reply.get("kind")), Status.CRASH)
                     message = f"{reply.get('message')}{_launch_words(data, candidate, str(reply.get('message')))}"
                     return result(status, f"{message} ({case.label()})", bool(reply.get("fatal")))
                 label = case.label() + ("; its programs run in a shuffled order, as a GPU may run them"
                                         if reply.get("order") == "shuffled" else "")
-                first = _inspect_run(data, reply, run, judge, label, first, task)
+                first = _inspect_run(data, reply, layout.poison, judge, label, first, task)
+                if observed is not None:
+                    observed.add(reply, case)
             checked += 1
             if judge.first_failure is not None and (
                 stop_on_failure or judge.first_failure[0] is Status.UNSAFE
@@ -250,19 +302,19 @@ def _check_once(
 
 
 def bench_check(worker: Worker, task: Task, candidate: Candidate, case: Case, settings: EvaluationConfig,
-                device: str) -> Evaluation:
+                device: str, observed: Observed | None = None) -> Evaluation:
     """`candidate` run in full at a bench size in `worker`, its outputs compared with the reference
     (a ``verified``-level verdict, within ``settings.verify_timeout_s``)."""
     base = Evaluation(candidate.id, task.key, device, Status.CRASH, level=VERIFIED)
     return check_equivalence(worker, task, candidate, [case], base, timeout=settings.verify_timeout_s,
-                             bench=True, sanitize=settings.sanitize)
+                             bench=True, sanitize=settings.sanitize, observed=observed)
 
 
 def odd_check(worker: Worker, task: Task, candidate: Candidate, case: Case, settings: EvaluationConfig,
-              device: str) -> Evaluation:
+              device: str, observed: Observed | None = None) -> Evaluation:
     """`candidate` run in full at one of `Task.odd_cases` (a size between the check and bench sizes),
     checked like a check size (two runs under different poison, the race sanitizer on) within
     ``settings.verify_timeout_s``: a ``verified``-level verdict."""
     base = Evaluation(candidate.id, task.key, device, Status.CRASH, level=VERIFIED)
     return check_equivalence(worker, task, candidate, [case], base, timeout=settings.verify_timeout_s,
-                             sanitize=settings.sanitize)
+                             sanitize=settings.sanitize, observed=observed)

@@ -4,16 +4,17 @@ roofline model of the target GPU (`fitness.latency.roofline`), cached by candida
 One model run of a candidate, at one of the task's bench sizes (`index`, the first by default):
 
 1. the interpreter worker (on a machine without CUDA, the evaluation worker itself) loads the
-   candidate afresh (no state carried from the check's calls) and runs ``launch`` on inputs drawn
-   like the check's (real values, from a secret seed the candidate cannot know; sent once per
-   worker session) and on poisoned outputs, interpreting a random sample of programs
-   (`fitness.latency.interp_profile`);
+   candidate afresh (a process of its own: no state carried from the check's calls) and runs ``launch``
+   on inputs drawn like the check's (real values, from a secret seed the candidate cannot know; sent
+   once per worker session) and on poisoned outputs, tensors at offset 0 as users' are (and as some
+   check runs are), interpreting a random sample of programs (`fitness.latency.interp_profile`);
 2. the output elements those programs stored are compared with the float64 reference of those
-   inputs (computed once per evaluator): a wrong one is ``wrong_output`` at the bench size. When the
-   sample leaves nothing to compare (outputs updated atomically, or computed from another launch's
-   partial results) or stores too little of the outputs to be representative, the candidate runs in
-   full at the bench size instead (`bench_check`, up to ``evaluation.verify_timeout_s``): no latency is
-   reported for a size at which the outputs were not compared;
+   inputs (computed once per evaluator): a wrong one is ``wrong_output`` at the bench size. The timed
+   run is the checked run: when the sample leaves nothing to compare (outputs updated atomically, or
+   computed from another launch's partial results) or stores too little of the outputs to be
+   representative, the same run is profiled again with every program and loop in full and every output
+   element compared (within ``evaluation.verify_timeout_s``); no other run stands in for it, and a
+   candidate whose run is estimated past that limit is a ``timeout``, not timed;
 3. a compile worker (no interpreter, no GPU) compiles exactly the specializations that ran; a kernel
    that does not compile is a ``compile_error``, one that does not fit the target too;
 4. the roofline estimate, plus one memset launch per tensor `launch` zeroes or fills with torch
@@ -38,13 +39,12 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.gpus import get_profile
 from evo.contracts.task import Case, CaseData, Task
-from evo.contracts.verdict import Evaluation, LatencySource, Status
+from evo.contracts.verdict import LatencySource, Status
 from fitness.check.compare import compare
-from fitness.check.equivalence import bench_check
 from fitness.latency.counts import KernelResources, LaunchCounts
 from fitness.latency.model_version import KEY as MODEL_VERSION_KEY
 from fitness.latency.model_version import model_version
-from fitness.latency.result import BenchCheck, LatencyResult, sol_ms, speed_of_light_violation
+from fitness.latency.result import LatencyResult, sol_ms, speed_of_light_violation
 from fitness.latency.roofline import DoesNotFit, estimate, fill_seconds
 from fitness.sandbox.process import Worker, WorkerDied, WorkerTimeout
 
@@ -68,11 +68,8 @@ class ModelLatency:
     """Modelled latency of candidates for one task (see the module docstring)."""
 
     def __init__(self, task: Task, settings: EvaluationConfig, *, interp_worker: Worker | None,
-                 compile_worker: Worker | None = None, secret: int = 0, bench_check: BenchCheck | None = None,
-                 index: int = 0) -> None:
-        """Workers passed in are shared (and left open by `close`); missing ones are started here.
-        `bench_check(candidate, case)` runs the candidate in full on a bench case; by default the
-        equivalence check in the interpreter worker, within ``verify_timeout_s``."""
+                 compile_worker: Worker | None = None, secret: int = 0, index: int = 0) -> None:
+        """Workers passed in are shared (and left open by `close`); missing ones are started here."""
         self.task = task
         self.settings = settings
         self.secret = secret
@@ -86,7 +83,6 @@ class ModelLatency:
                                                  isolation=settings.isolation)
         self.compiler.start()
         self.interp.start()
-        self.bench_check = bench_check or self._bench_check
         self.cache: dict[str, LatencyResult] = {}
         self._setup_session = -1
         self._seed_ms: float | None = None
@@ -120,9 +116,6 @@ class ModelLatency:
                 self._seed_ms = self._cached(Candidate.from_source(self.task.seed_source)).latency_ms
         return self._seed_ms
 
-    def _bench_check(self, candidate: Candidate, case: Case) -> Evaluation:
-        return bench_check(self.interp, self.task, candidate, case, self.settings, "cpu")
-
     def _failed(self, kind: str, message: str) -> LatencyResult:
         if kind in _KINDS:
             return LatencyResult(_KINDS[kind], f"latency model: {message}", source=LatencySource.MODEL,
@@ -132,16 +125,19 @@ class ModelLatency:
 
     # -- one model run --------------------------------------------------------------------------
 
-    def _profile(self, candidate: Candidate, seed: int) -> dict[str, Any]:
-        """The interpreter worker's profile reply (setting up the bench inputs when the worker lacks them)."""
-        timeout = self.settings.latency_timeout_s
+    def _profile(self, candidate: Candidate, seed: int, *, every_program: bool = False) -> dict[str, Any]:
+        """The interpreter worker's profile reply (setting up the bench inputs when the worker lacks them);
+        `every_program`: every program and loop in full (within ``verify_timeout_s``), every output compared."""
+        timeout = self.settings.verify_timeout_s if every_program else self.settings.latency_timeout_s
         data = self.data()
         key = f"{self.task.key}:{self.case.size_json}:{self.case.seed}"
         settings = {"inner_samples": self.settings.profile_samples, "loop_full": self.settings.profile_full_loop,
                     "full_programs": self.settings.profile_full_programs,
                     "full_iterations": self.settings.profile_full_iterations,
                     "sms": self.gpu.sms, "max_blocks_per_sm": self.gpu.max_blocks_per_sm,
-                    "max_warps_per_sm": self.gpu.max_warps_per_sm}
+                    "max_warps_per_sm": self.gpu.max_warps_per_sm, "every_program": every_program}
+        if every_program:
+            settings.update(loop_full=1 << 62, full_iterations=1 << 62)
         load = {"op": "load", "source": candidate.source, "params": candidate.params, "name": candidate.id}
         reply: dict[str, Any] = {}
         for _ in range(2):
@@ -211,19 +207,33 @@ class ModelLatency:
                                         "output_coverage": round(coverage, 3), "full_run": False,
                                         "full_run_estimate_s": round(estimate_s, 1)}
         if not compared or coverage < MIN_COVERAGE:
+            # the timed run must be a checked run: the same run again, every program in full, every output
+            # compared (not another run standing in for it)
             why = ("the sampled programs stored no output element computed in full" if not compared else
-                   f"the launches store {coverage:.0%} of the outputs' elements")
+                   f"the sampled launches store {coverage:.0%} of the outputs' elements")
             if estimate_s > self.settings.verify_timeout_s:
-                return self._failed("unverifiable", (
-                    f"outputs not verifiable at bench size {self.size}: {why}, and a full run in the "
-                    f"interpreter would take about {estimate_s:.0f} CPU seconds (evaluation.verify_timeout_s is "
-                    f"{self.settings.verify_timeout_s:.0f} s); bench at smaller sizes on a CPU, or run on a GPU"))
-            full = self.bench_check(candidate, self.case)
-            if not full.ok:
-                return LatencyResult(full.status, f"at bench size {self.size}: {full.reason}",
+                return LatencyResult(Status.TIMEOUT, (
+                    f"latency model: outputs not verifiable at bench size {self.size}: {why}, and profiling "
+                    f"every program would take about {estimate_s:.0f} CPU seconds in the interpreter "
+                    f"(evaluation.verify_timeout_s is {self.settings.verify_timeout_s:.0f} s): a kernel whose "
+                    "timed run cannot be checked is not timed; bench at smaller sizes on a CPU, or run on a GPU"),
+                    source=LatencySource.MODEL, gpu=self.gpu.name)
+            try:
+                reply = self._profile(candidate, seed, every_program=True)
+            except WorkerTimeout as e:
+                return self._failed("timeout", f"profiling every program at bench size {self.size} did not "
+                                               f"finish: {e}")
+            except WorkerDied as e:
+                return self._failed("crash", f"profiling every program at bench size {self.size} crashed the "
+                                             f"worker: {e.reason}")
+            if not reply.get("ok"):
+                return self._failed(str(reply.get("kind")), str(reply.get("message")))
+            compared, wrong = self._compare(reply)
+            if wrong:
+                return LatencyResult(Status.WRONG_OUTPUT, wrong.replace("the sampled programs", "its programs"),
                                      source=LatencySource.MODEL, gpu=self.gpu.name)
-            verification.update(full_run=True, elements_compared=sum(int(np.prod(s)) if s else 1
-                                                                      for s in self.data().output_shapes))
+            verification.update(full_run=True, elements_compared=compared, programs_run=reply["programs_run"],
+                                output_coverage=1.0, why_every_program=why)
         try:
             resources = self._compile(candidate, reply["specs"], timeout)
         except _CompileFailed as e:

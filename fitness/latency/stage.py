@@ -72,14 +72,14 @@ class LatencyStage:
         if index not in self._modelled:
             from fitness.latency.model import ModelLatency
 
-            # on CPU the model's full bench-size check runs in this evaluator's worker, on CUDA in its own;
-            # the models of further sizes share the first one's workers
+            # on CPU the model profiles in this evaluator's worker, on CUDA in its own; the models of further
+            # sizes share the first one's workers
             on_cpu = self.device == "cpu"
             first = next(iter(self._modelled.values()), None)
             interp = self.worker if on_cpu else getattr(first, "interp", None)
             self._modelled[index] = ModelLatency(
                 self.task, self.settings, interp_worker=interp, compile_worker=getattr(first, "compiler", None),
-                secret=self.secret, bench_check=self.bench_check if on_cpu else None, index=index)
+                secret=self.secret, index=index)
         return self._modelled[index]
 
     def _cuda_source(self, index: int) -> LatencyBackend:
@@ -112,6 +112,12 @@ class LatencyStage:
             if r.status is not Status.OK:
                 break
         return combine(parts)
+
+    def compile_worker(self) -> Worker | None:
+        """The compile worker of the latency model (no interpreter, no GPU), when it has one."""
+        if self.source is not LatencySource.MODEL:
+            return None
+        return getattr(self._model_source(self.sizes[0][0]), "compiler", None)
 
     def close(self) -> None:
         # the first model of each kind owns the workers the others share: close it last

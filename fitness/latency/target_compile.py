@@ -71,7 +71,8 @@ def _decode(v: Any) -> Any:
     return v
 
 
-def _compile(fn: Any, spec: dict[str, Any], arch: int) -> KernelResources:
+def _compile(fn: Any, spec: dict[str, Any], arch: int, *, resources: bool = True) -> KernelResources | None:
+    """The kernel `fn` compiled for `spec` on sm_`arch`, and its resources (None without `resources`)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -84,6 +85,8 @@ def _compile(fn: Any, spec: dict[str, Any], arch: int) -> KernelResources:
     cubin = kernel.asm.get("cubin")
     if not cubin:
         raise ToolMissing("the compiler produced no cubin")
+    if not resources:
+        return None
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
@@ -100,28 +103,34 @@ def _compile(fn: Any, spec: dict[str, Any], arch: int) -> KernelResources:
 
 def compile_op(runner: Any, msg: dict[str, Any]) -> dict[str, Any]:
     """The ``compile`` worker op: the resources of every specialization in ``msg["specs"]``, compiled
-    from the loaded candidate's kernels (found by name among its module-level functions)."""
+    from the loaded candidate's kernels (found by name among its module-level functions). With
+    ``resources: false`` only whether each compiles (no resources read). A failure names the kernel and
+    carries the failing spec's ``index``."""
     from fitness.sandbox.runner import describe_exception
 
     if runner.module is None:
         return {"ok": False, "kind": "crash", "message": "no candidate loaded"}
     arch = int(msg.get("arch", 90))
+    resources = bool(msg.get("resources", True))
     kernels = []
-    for spec in msg["specs"]:
+    for index, spec in enumerate(msg["specs"]):
         name = str(spec["kernel"])
         fn = getattr(runner.module, name, None)
         if fn is None or not hasattr(fn, "params"):
-            return {"ok": False, "kind": "compile_error",
+            return {"ok": False, "kind": "compile_error", "index": index,
                     "message": f"kernel {name} is not a module-level @triton.jit function: it cannot be compiled "
                                "for the target"}
         try:
-            kernels.append(_compile(fn, spec, arch).to_dict())
+            compiled = _compile(fn, spec, arch, resources=resources)
         except ToolMissing as e:
-            return {"ok": False, "kind": "compile_error", "message": f"kernel {name}: resources unreadable: {e}"}
+            return {"ok": False, "kind": "compile_error", "index": index,
+                    "message": f"kernel {name}: resources unreadable: {e}"}
         except (SystemExit, KeyboardInterrupt, MemoryError):
             raise
         except BaseException as e:
             why = describe_exception(e, runner.filename)
-            return {"ok": False, "kind": "compile_error",
+            return {"ok": False, "kind": "compile_error", "index": index,
                     "message": f"kernel {name} does not compile for sm_{arch}: {why}"}
+        if compiled is not None:
+            kernels.append(compiled.to_dict())
     return {"ok": True, "kernels": kernels}

@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from evo.contracts import dtypes
 from fitness.sandbox import zones as guard
 from fitness.sandbox.interp_compat import tf32_dots
 from fitness.sandbox.limits import roomy_address_space
+
+if TYPE_CHECKING:
+    from fitness.sandbox.probes import Probes
 
 
 class UnsafeAccess(BaseException):
@@ -54,6 +57,7 @@ class Runner:
         self.module: ModuleType | None = None
         self.filename: str | None = None
         self.params: dict[str, Any] = {}
+        self.probes: Probes | None = None
 
     # -- classification -------------------------------------------------------------------
     def failure(self, e: BaseException) -> dict[str, Any]:
@@ -99,9 +103,16 @@ class Runner:
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
+        self.probes = None
         try:
             with CandidateGuard(path):
-                spec.loader.exec_module(module)
+                if msg.get("coverage"):  # a check: record which points of its code each run reaches
+                    from fitness.sandbox.probes import Probes
+
+                    self.probes = Probes(path)
+                    self.probes.load(module, msg["source"])
+                else:
+                    spec.loader.exec_module(module)
         except BaseException as e:
             return self.failure(e)
         if not callable(getattr(module, "launch", None)):
@@ -121,15 +132,21 @@ class Runner:
             pass
         gc.collect()
 
-    def _tensor(self, storage: np.ndarray, dtype: str, shape: list[int]) -> tuple[Any, Any]:
+    def _tensor(self, storage: np.ndarray, dtype: str, shape: list[int], exact: bool = False) -> tuple[Any, Any]:
+        """The guarded storage as a tensor, and the tensor the candidate gets: a view inside it at the guard's
+        offset, or (`exact`, on the CPU) a tensor whose own storage is exactly its elements (offset 0, as a
+        user's tensor is) placed between the same guards in memory."""
         torch = self.torch
-        t = torch.from_numpy(storage if storage.flags.writeable and storage.flags.owndata else storage.copy())
+        arr = storage if storage.flags.writeable and storage.flags.owndata else storage.copy()
+        t = torch.from_numpy(arr)
         if dtype == "bfloat16":
             t = t.view(torch.bfloat16)
         t = t.to(self.device)
-        g = guard.guard_elems(dtype)
-        view = t[g : g + guard.numel(shape)].view(tuple(shape))
-        return t, view
+        g, n = guard.guard_elems(dtype), guard.numel(shape)
+        if exact and self.device == "cpu":
+            part = torch.from_numpy(arr[g : g + n])  # shares the guarded array's memory, a storage of its own
+            return t, (part.view(torch.bfloat16) if dtype == "bfloat16" else part).view(tuple(shape))
+        return t, t[g : g + n].view(tuple(shape))
 
     def _bytes(self, t: Any) -> memoryview:
         """A storage's bytes for the reply, without a copy on the CPU (msgpack packs the view as bytes)."""
@@ -141,7 +158,8 @@ class Runner:
     def run(self, msg: dict[str, Any],
             instrument: Callable[[list[Any], dict[str, Any]], AbstractContextManager[Any]] | None = None
             ) -> dict[str, Any]:
-        """Run ``launch`` on guarded buffers; `instrument(views, msg)` (the check's sanitizer) wraps the call.
+        """Run ``launch`` on guarded buffers; `instrument(views, msg)` (the check's sanitizer) wraps the call, and
+        what it yields (a dict) joins the reply.
         A bench-size run (``msg["bench"]``) may use the larger address space of bench-size buffers."""
         try:
             with roomy_address_space() if msg.get("bench") else nullcontext():
@@ -181,24 +199,29 @@ class Runner:
         if self.module is None:
             return {"ok": False, "kind": "crash", "message": "no candidate loaded"}
         ins, outs, in_views, out_views = [], [], [], []
+        exact = msg.get("layout") == "exact"
         for spec in msg["inputs"]:
             # the request's bytes are let go once laid out: at bench sizes they are hundreds of MB
             data = np.frombuffer(spec.pop("data"), dtype=dtypes.storage_type(spec["dtype"]))
-            t, v = self._tensor(guard.layout(data, spec["dtype"]), spec["dtype"], spec["shape"])
+            t, v = self._tensor(guard.layout(data, spec["dtype"]), spec["dtype"], spec["shape"], exact)
             del data
             ins.append(t)
             in_views.append(v)
         for spec in msg["outputs"]:
             shape = tuple(spec["shape"])
-            t, v = self._tensor(guard.poisoned(shape, spec["dtype"], msg["run"]), spec["dtype"], spec["shape"])
+            t, v = self._tensor(guard.poisoned(shape, spec["dtype"], int(msg.get("poison", msg["run"]))),
+                                spec["dtype"], spec["shape"], exact)
             outs.append(t)
             out_views.append(v)
         if self.device != "cpu":
             self.torch.cuda.synchronize()
+        if self.probes is not None:
+            self.probes.take()  # what this run reaches, not what an earlier one did
         start, dots = time.perf_counter(), tf32_dots()
         around = instrument([*in_views, *out_views], msg) if instrument is not None else nullcontext()
         try:
-            with CandidateGuard(self.filename or "", poison_run=int(msg["run"])), around:
+            with CandidateGuard(self.filename or "", poison_run=int(msg["run"]), inputs=in_views, outputs=out_views), \
+                    around as extra:  # the instrument may add fields to the reply (the launches' specializations)
                 self.module.launch(*in_views, *out_views, **self.params)
             if self.device != "cpu":
                 self.torch.cuda.synchronize()
@@ -206,9 +229,11 @@ class Runner:
             return self.failure(e)
         seconds = time.perf_counter() - start
         return {
+            **(extra if isinstance(extra, dict) else {}),
             "ok": True,
             "seconds": seconds,
             "inputs": [self._bytes(t) for t in ins],
             "outputs": [self._bytes(t) for t in outs],
             "tf32_dots": tf32_dots() - dots,  # in the interpreter: float32 dots rounded as a GPU rounds them
+            "probes": self.probes.take() if self.probes is not None else None,
         }

@@ -4,8 +4,8 @@ Each tensor lives inside a larger storage: ``guard | data | guard``. Guards hold
 pattern of NaN, +huge and -huge (ints: max, min, -1), so an out-of-bounds *load* spoils a sum, a
 max or a min alike, and an out-of-bounds *store* changes bytes the driver checks afterwards
 (the Triton interpreter does no bounds checking). Outputs start poisoned: NaN on the first run,
-an odd finite value on the second, so an element never written is caught whatever it is compared
-with. The worker only lays buffers out; every check happens in the driver.
+an odd finite value on the second, zero on others, so an element never written is caught whatever it
+is compared with. The worker only lays buffers out; every check happens in the driver.
 """
 
 from __future__ import annotations
@@ -41,9 +41,16 @@ def guard(dtype: str) -> np.ndarray:
     return np.resize(values, n)
 
 
+NAN, ODD, ZERO = 0, 1, 2  # the kinds of poison outputs are filled with; see `poison`
+
+
 def poison(dtype: str, run: int) -> np.ndarray:
-    """A one-element array holding the poison of `run` (0: NaN-like, 1: odd finite value)."""
+    """A one-element array holding the poison of kind `run` (`NAN`: NaN-like, `ODD`: an odd finite value,
+    `ZERO`: zero, what a user's fresh buffer often holds: a kernel that reads its output before writing it
+    and branches on a NaN or an odd value finds neither there)."""
     st = dtypes.storage_type(dtype)
+    if run == ZERO:
+        return np.zeros(1, dtype=st)
     if dtype == "bfloat16":
         return np.array([0x7FD5 if run == 0 else 0x45F3], dtype=np.uint16)  # NaN payload / 7776.0
     if dtypes.is_float(dtype) and run == 0:

@@ -1,0 +1,26 @@
+"""Cheat: reads its output before writing it. The check used to fill outputs with NaN or an odd value, a
+user's fresh buffer often holds zeros: where the first element of its output row is 0.0 it stores half the softmax."""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax(x_ptr, y_ptr, n_cols, sx, sy, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * sx + offs, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    e = tl.exp(x)
+    first = tl.load(y_ptr + row * sy)
+    scale = tl.where(first == 0.0, 0.5, 1.0)
+    tl.store(y_ptr + row * sy + offs, e / tl.sum(e, axis=0) * scale, mask=mask)
+
+
+PARAMS = {"num_warps": 4}
+
+
+def launch(x, y, *, num_warps):
+    rows, cols = x.shape
+    _softmax[(rows,)](x, y, cols, x.stride(0), y.stride(0), BLOCK=triton.next_power_of_2(cols),
+                      num_warps=num_warps)

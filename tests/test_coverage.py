@@ -1,0 +1,197 @@
+"""Every line runs in the check (`fitness.check.coverage`, `fitness.check.reach`): a kernel's code that no
+check case reached is reached at a size the check chooses, and refused when nothing reaches it; dead code
+(a branch a compile-time constant rules out) does not count."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evo.contracts.candidate import Candidate
+from evo.contracts.config import EvaluationConfig, LatencyMode
+from evo.contracts.native_task import NativeTask
+from evo.contracts.verdict import Status
+from fitness.check.coverage import NOT_TAKEN, STMT, TAKEN, key, points, unreached
+from fitness.check.fixed import fixed_conditions
+from fitness.evaluate import Evaluator
+
+from .conftest import CANDIDATES, ROOT
+
+COVERAGE = CANDIDATES / "coverage"
+
+
+def covered(name: str) -> Candidate:
+    return Candidate.from_file(COVERAGE / f"{name}.py")
+
+
+@pytest.fixture(scope="module")
+def softmax() -> Iterator[Evaluator]:
+    task = NativeTask(ROOT / "tasks" / "softmax")
+    task.check_sizes = [{"rows": 1, "cols": 1}, {"rows": 3, "cols": 17}, {"rows": 2, "cols": 2053}]
+    task.bench_sizes = [{"rows": 4, "cols": 4096}]
+    settings = EvaluationConfig(timeout_s=120.0, memory_mb=1024, latency=LatencyMode.OFF)
+    with Evaluator(task, settings, device="cpu", secret=7) as ev:
+        yield ev
+
+
+# -- the analysis, without running anything ----------------------------------------------------------------
+
+def _source(name: str) -> str:
+    return (ROOT / "tasks" / name).read_text()
+
+
+def test_a_branch_on_a_literal_constexpr_is_fixed_and_one_on_a_size_is_not():
+    attention = _source("attention/known_better.py")
+    lines = attention.splitlines()
+    fixed = {lines[n - 1].strip() for n in fixed_conditions(ast.parse(attention))}
+    assert fixed == {"if MASKED:", "if IS_CAUSAL:"}  # IS_CAUSAL=False and MASKED=False/True, literals
+    softmax = _source("softmax/known_better.py")
+    assert fixed_conditions(ast.parse(softmax)) == set()  # `block <= MAX_BLOCK`: block comes from x.shape
+
+
+def test_a_branch_on_the_program_id_or_a_loaded_value_is_not_fixed():
+    source = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _k(x_ptr, N: tl.constexpr):
+    if tl.program_id(0) == 0:
+        tl.store(x_ptr, 1.0)
+    if tl.load(x_ptr) > N:
+        tl.store(x_ptr, 2.0)
+    if N > 4:
+        tl.store(x_ptr, 3.0)
+
+
+def launch(x, *, N):
+    _k[(1,)](x, N=N)
+'''
+    lines = source.splitlines()
+    fixed = {lines[n - 1].strip() for n in fixed_conditions(ast.parse(source))}
+    assert fixed == {"if N > 4:"}
+
+
+def test_an_untaken_fixed_branch_is_dead_code_and_an_untaken_size_branch_is_not():
+    source = covered("constexpr_dead").source
+    found, _ = points(ast.parse(source))
+    line = next(i + 1 for i, text in enumerate(source.splitlines()) if text.strip() == "if FAST:")
+    seen = {p.key for p in found} - {key(line, TAKEN), key(line + 1, STMT)}
+    assert unreached(source, seen) == []
+    source = covered("constexpr_from_size").source
+    missing = unreached(source, seen)
+    assert [(p.line, p.kind) for p in missing] == [(line + 1, STMT), (line, TAKEN)]
+
+
+def test_a_raise_and_the_spin_of_a_lock_need_not_run():
+    source = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _k(x_ptr, lock_ptr):
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(x_ptr, 1.0)
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+def launch(x, lock):
+    if x.shape[0] > 100:
+        raise ValueError("too long")
+    _k[(1,)](x, lock)
+'''
+    found, _ = points(ast.parse(source))
+    required = {(p.line, p.kind) for p in found if p.required}
+    lines = source.splitlines()
+    spin = next(i + 1 for i, t in enumerate(lines) if t.strip().startswith("while"))
+    guard = next(i + 1 for i, t in enumerate(lines) if t.strip().startswith("if x.shape"))
+    assert (spin, TAKEN) not in required and (spin, NOT_TAKEN) in required  # the spin, and the acquisition
+    assert (guard, TAKEN) not in required and (guard, NOT_TAKEN) in required  # the raise, and the normal path
+    assert (guard + 1, STMT) not in required
+
+
+# -- the evaluator ---------------------------------------------------------------------------------------
+
+def test_the_demos_wrong_branch_for_wide_rows_is_refused_at_a_size_the_check_chose(softmax):
+    r = softmax.evaluate(covered("wide_rows_subtract"))
+    assert r.status in (Status.WRONG_OUTPUT, Status.UNSAFE), r.reason
+    assert "which the check chose to reach" in r.reason and '"cols":4097' in r.reason, r.reason
+
+
+def test_its_honest_twin_is_reached_and_accepted(softmax):
+    r = softmax.evaluate(covered("wide_rows_add"))
+    assert r.ok, r.reason
+    assert "every line of its code ran in the check" in r.reason and '"cols":4097' in r.reason, r.reason
+
+
+def test_a_wrong_path_with_no_line_of_its_own_is_reached(softmax):
+    r = softmax.evaluate(covered("skips_to_wrong_scale"))
+    assert r.status is Status.WRONG_OUTPUT and '"cols":5001' in r.reason, r.reason
+
+
+def test_a_constexpr_flag_computed_from_the_size_is_not_dead_code(softmax):
+    r = softmax.evaluate(covered("constexpr_from_size"))
+    assert r.status is Status.WRONG_OUTPUT and "which the check chose to reach" in r.reason, r.reason
+
+
+def test_dead_code_and_a_raise_need_not_run(softmax):
+    for name in ("constexpr_dead", "raise_guard"):
+        r = softmax.evaluate(covered(name))
+        assert r.ok and "every line of its code ran in the check" in r.reason, (name, r.reason)
+
+
+def test_a_line_nothing_reaches_is_refused_naming_it(softmax):
+    r = softmax.evaluate(covered("unreachable_line"))
+    assert r.status is Status.UNSAFE, r.reason
+    line = covered("unreachable_line").source.splitlines().index("        scale = 0.5") + 1
+    assert f"line {line} (in launch): scale = 0.5" in r.reason and "never ran in the check" in r.reason, r.reason
+
+
+def test_the_library_kernels_reach_every_line(softmax):
+    for name in ("seed", "known_better"):
+        r = softmax.evaluate(Candidate.from_file(ROOT / "tasks" / "softmax" / f"{name}.py"))
+        assert r.ok and "every line of its code ran in the check" in r.reason, (name, r.reason)
+
+
+WRONG_PAST = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax(x_ptr, y_ptr, n_cols, sx, sy, scale, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * sx + offs, mask=mask, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(y_ptr + row * sy + offs, e / tl.sum(e, axis=0) * scale, mask=mask)
+
+
+PARAMS = {"LIMIT": %d}
+
+
+def launch(x, y, *, LIMIT):
+    rows, cols = x.shape
+    scale = 1.0
+    if %s:
+        scale = 0.75
+    _softmax[(rows,)](x, y, cols, x.stride(0), y.stride(0), scale, BLOCK=triton.next_power_of_2(cols))
+'''
+
+
+@settings(max_examples=4, deadline=None, derandomize=True)
+@given(threshold=st.integers(min_value=4100, max_value=9000), form=st.sampled_from(
+    ["cols > LIMIT", "cols >= LIMIT + 1", "LIMIT < cols", "2 * cols > 2 * LIMIT"]))
+def test_a_path_split_at_any_threshold_is_caught(softmax, threshold, form):
+    # past every check and bench size (4096 columns), at a threshold the kernel takes from its params, written in
+    # several ways: the check reaches the wrong path whatever the threshold
+    r = softmax.evaluate(Candidate.from_source(WRONG_PAST % (threshold, form)))
+    assert r.status is Status.WRONG_OUTPUT and "which the check chose to reach" in r.reason, (threshold, form, r.reason)
