@@ -107,10 +107,13 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     from fitness.latency.ops import LatencyOps
 
-    gc.freeze()  # what the imports made is never garbage: keep each unload's collection cheap
     runner = Runner(args.device)
     latency_ops = LatencyOps(runner)
     interpreted = args.device == "cpu" and not args.compile_only
+    forks = args.device == "cpu"  # the interpreter and the compile worker: one process per candidate
+    if forks:
+        _warm_up(runner, interpreted)
+    gc.freeze()  # what the imports made is never garbage: keep each unload's collection cheap
 
     def handle(msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
@@ -139,7 +142,6 @@ def main() -> None:
     def send(reply: dict[str, Any], msg: dict[str, Any]) -> dict[str, Any]:
         return _send_reply(args.fd_out, reply, msg)
 
-    forks = args.device == "cpu"  # the interpreter and the compile worker: one process per candidate
     protocol.send(args.fd_out, {"op": "ready", "pid": os.getpid(), "torch": torch.__version__, "sandbox": sandbox,
                                 "sandbox_problems": problems, "forks": forks})
     if forks:
@@ -159,6 +161,52 @@ def main() -> None:
             return
         if send(handle(msg), msg).get("fatal"):
             os._exit(3)  # the CUDA context or the heap may be gone: let the driver start afresh
+
+
+_WARM_UP = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def launch(x, y):
+    _copy[(1,)](x, y, x.numel(), BLOCK=16)
+"""
+
+
+def _warm_up(runner: Any, interpreted: bool) -> None:
+    """Pay once, in the process every candidate's is forked from, what each would pay again: the lazy
+    imports and first calls of a check run (Triton's specialization code alone took 0.25 s in each
+    child) or of a compile for the GPU. The kernel is this module's own; nothing of it stays loaded."""
+    import numpy as np
+
+    import fitness.check.coverage
+    import fitness.latency.interp_profile
+    import fitness.sandbox.probes  # noqa: F401  (imported for the children)
+
+    reply = runner.load({"source": _WARM_UP, "params": {}, "name": "warm_up"})
+    try:
+        if not reply.get("ok"):
+            return
+        if interpreted:
+            data = np.arange(20, dtype=np.float32).tobytes()
+            runner.run({"op": "run", "run": 0, "order": "natural", "sanitize": "races",
+                        "inputs": [{"dtype": "float32", "shape": [20], "data": data}],
+                        "outputs": [{"dtype": "float32", "shape": [20]}]}, interpreted_check)
+        else:
+            from fitness.latency.target_compile import compile_op
+
+            spec = {"kernel": "_copy", "signature": {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32",
+                                                    "BLOCK": "constexpr"},
+                    "constexprs": [[3, 16]], "attrs": [], "options": {}}
+            compile_op(runner, {"specs": [spec], "arch": 90, "resources": False})
+    finally:
+        runner.unload()
 
 
 def _send_reply(fd: int, reply: dict[str, Any], msg: dict[str, Any]) -> dict[str, Any]:
