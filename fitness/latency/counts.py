@@ -63,6 +63,7 @@ class LaunchCounts:
     reductions_per_program: float = 0.0
     unique_bytes_per_program: float = 0.0
     dot_min_m: int = 0  # smallest M of any tl.dot (wgmma needs 64 per warp group)
+    hot_atomics: float = 0.0  # atomic updates of the most updated address, over the grid (they serialize)
     sampled_programs: int = 0
     repeats: int = 1  # identical launches in one call (counted once, timed `repeats` times)
     spec: int = 0  # index of its compiled specialization (`fitness.latency.interp_profile.compile_spec`)

@@ -143,6 +143,7 @@ class ProgramCounts:
     stored: int = 0  # lanes stored (or updated atomically), any buffer
     stored_outputs: float = 0.0  # of those, lanes stored to the task's outputs (weighted)
     ops: float = 0.0  # loads, stores and atomics (weighted): what a full run would interpret
+    atomics: dict[int, float] = field(default_factory=dict)  # address -> atomic updates to it (weighted)
 
     def buffer(self, i: int) -> BufferCount:
         if i not in self.buffers:
@@ -391,6 +392,10 @@ class Recorder:
             vec = max(1, min(16 // item, addr.shape[-1], max(addr.size // (32 * self.warps), 1)))
         self.program.warp_instructions += self._instructions(int(addr.size), vec) * w
         if kind == "store":
+            if atomic and not self.probing:  # updates of one address serialize in L2 (`roofline`)
+                where, times = np.unique(active, return_counts=True)
+                for a, t in zip(where.tolist(), times.tolist()):
+                    self.program.atomics[a] = self.program.atomics.get(a, 0.0) + t * w
             if not self.probing:
                 self.memory.stored(buf, active, initialized, atomic=atomic)
                 self.program.stored += int(active.size)

@@ -449,5 +449,21 @@ def _extrapolate(kernel: str, grid: Pid, warps: int, stages: int, buffers: list[
         reductions_per_program=_sum(weighted, lambda r: r.reductions) / total,
         unique_bytes_per_program=_sum(weighted, lambda r: sum(c.unique for c in r.buffers.values())) / total,
         dot_min_m=min((r.dot_min_m for r, _ in weighted if r.dot_min_m), default=0),
+        hot_atomics=_hot_atomics(weighted),
         sampled_programs=len(records),
     )
+
+
+def _hot_atomics(weighted: list[tuple[ProgramCounts, float]]) -> float:
+    """Atomic updates of the grid's most updated address, from the sampled programs: an address two or more
+    of them update is taken as shared by the programs they stand for (a counter, a global sum); one only one
+    of them updates as its own (a per-row partial), counted once."""
+    totals: dict[int, float] = {}
+    own: dict[int, float] = {}
+    hits: dict[int, int] = {}
+    for r, scale in weighted:
+        for address, n in r.atomics.items():
+            totals[address] = totals.get(address, 0.0) + n * scale
+            own[address] = max(own.get(address, 0.0), n)
+            hits[address] = hits.get(address, 0) + 1
+    return max((totals[a] if hits[a] > 1 else own[a] for a in totals), default=0.0)

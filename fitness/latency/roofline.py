@@ -34,6 +34,8 @@ bandwidth B_l2; latencies lat_dram and lat_l2). With W warps per program and P p
               + reductions * 300 / f + (warp instructions / P / W) / f   (issue-limited)
               + (Sp > 0) * (rounds + 1) * lat_l2                   one program, start to end
     t_lat   = waves * chain                     what too little parallelism costs
+    t_atom  = hot atomics / f                   the atomic updates of the grid's most updated address
+                                                serialize: at most one per clock (a global counter)
 
     launch  = (sum of t_i^3 over the terms)^(1/3) + launch overhead     (a soft maximum: terms
               overlap imperfectly near balance, and a gradient survives for the search)
@@ -187,6 +189,7 @@ def estimate_launch(c: LaunchCounts, res: KernelResources, gpu: GpuProfile) -> L
         "sfu": c.sfu_ops * per_sm / (16 * f),
         "issue": c.warp_instructions * per_sm / (4 * f),
         "latency": waves * chain,
+        "atomics": c.hot_atomics / f,  # one update per clock at most to one address: they serialize in L2
     }
     body = sum(t**_P for t in terms.values()) ** (1 / _P)
     return LaunchEstimate(
