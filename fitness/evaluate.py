@@ -6,7 +6,8 @@ cache: "evaluate each candidate once" is the job of the one ledger that records 
 modelled elsewhere, for quick evaluations too (the model caches its own figures by candidate id).
 
 Levels: ``quick`` (the first check sizes, one draw: STOKE's chain), ``full`` (every check size,
-draw and distribution; the latency at the first bench size, verified there) and ``verified``
+draw and distribution, the special values and the bench-shaped cases of `evo.contracts.check_cases`;
+the latency at the first bench size, verified there) and ``verified``
 (``full``, then the candidate runs in full at every bench size and at a size between the check
 and bench sizes drawn per bench size (`evo.contracts.odd_sizes`), and its outputs are compared with
 the reference: what ``evo eval`` reports and what an island's best must pass). Bench inputs, those
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import secrets
 
+from evo.contracts.bench_shaped import CAP_ELEMENTS
 from evo.contracts.candidate import Candidate
+from evo.contracts.check_cases import full_cases, unchecked_words
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.gpus import get_profile
 from evo.contracts.task import Case, Task
@@ -108,7 +111,7 @@ class Evaluator:
     def cases(self, level: str) -> list[Case]:
         if level == QUICK:
             return self.task.cases(self.task.check_sizes[: self.settings.quick_sizes], draws=1, every_dist=False)
-        return self.task.cases(draws=self.settings.draws)
+        return full_cases(self.task, draws=self.settings.draws)
 
     def evaluate(self, candidate: Candidate, *, level: str = FULL) -> Evaluation:
         """The verdict on `candidate` at `level`. Never raises: a failure of the evaluator itself is a
@@ -126,15 +129,18 @@ class Evaluator:
         if rejected is not None:
             return rejected
         check_level = FULL if level == VERIFIED else level
+        cases = self.cases(check_level)
         # every line must run in a full check; the probes that tell need the interpreter
         observed = Observed() if check_level == FULL and self.device == "cpu" else None
-        ev = check_equivalence(self.worker, self.task, candidate, self.cases(check_level), base,
+        ev = check_equivalence(self.worker, self.task, candidate, cases, base,
                                timeout=self.settings.timeout_s, stop_on_failure=level != QUICK,
                                sanitize=self.settings.sanitize, observed=observed)
         if ev.ok and observed is not None:
             ev = reach(candidate, self.task, ev, observed, lambda size, seen: check_equivalence(
                 self.worker, self.task, candidate, self.task.cases([size], draws=1, every_dist=False), base,
                 timeout=self.settings.timeout_s, sanitize=self.settings.sanitize, observed=seen))
+        if ev.ok and check_level == FULL:  # what the check left out (special values opted out of) is said
+            ev = ev.with_(reason=f"{ev.reason}{unchecked_words(self.task, cases)}")
         if ev.ok and self.latency.enabled:
             ev = self.latency.measure(candidate, level=check_level).apply(ev)
         if ev.ok and level == VERIFIED:
@@ -162,7 +168,10 @@ class Evaluator:
                 return _failed(ev, full, f"at bench size {case.size_json}")
         odd, skipped = self._odd_cases()
         for case in odd:
-            full = odd_check(self.worker, self.task, candidate, case, self.settings, self.device, observed)
+            # past the bench-shaped budget, race maps (16 bytes per byte) would not fit: run it as a bench size
+            small = self.task.buffer_sizes(case.size)[0] <= CAP_ELEMENTS
+            full = (odd_check if small else bench_check)(self.worker, self.task, candidate, case, self.settings,
+                                                         self.device, observed)
             if not full.ok:
                 return _failed(ev, full, f"at size {case.size_json}, between the check and bench sizes (drawn "
                                          f"for this verification)")

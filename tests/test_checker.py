@@ -11,6 +11,7 @@ import pytest
 
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode
+from evo.contracts.special_values import SPECIAL_DISTS
 from evo.contracts.verdict import Status
 from fitness.evaluate import Evaluator
 from fitness.sandbox.process import scrubbed_env
@@ -132,7 +133,8 @@ def test_a_kernel_that_tells_the_interpreter_from_a_gpu_is_rejected(softmax_eval
 def test_correct_kernels_written_differently_from_the_seed_pass(softmax_evaluator, name):
     result = softmax_evaluator.evaluate(candidate(f"softmax/{name}"))
     assert result.status is Status.OK, result.reason
-    assert result.error == 0.0 and result.cases_checked == 10
+    # 10 cases at the check sizes, 5 special values at a small one, 7 distributions at the bench-shaped 2 x 4096
+    assert result.error == 0.0 and result.cases_checked == 22
 
 
 @pytest.fixture(scope="module")
@@ -267,6 +269,6 @@ def test_quick_level_checks_fewer_cases_and_grades_without_stopping(softmax_eval
 def test_one_draw_still_checks_every_value_distribution(softmax_task):
     # the 'wide' logits are what a softmax without the max subtraction fails on
     with Evaluator(softmax_task, EvaluationConfig(timeout_s=60.0, draws=1), device="cpu") as ev:
-        assert {c.dist for c in ev.cases("full")} == set(softmax_task.dists)
+        assert {c.dist for c in ev.cases("full")} == {*softmax_task.dists, *SPECIAL_DISTS}  # special values too
         result = ev.evaluate(candidate("softmax/no_max_subtraction"))
     assert result.status is Status.WRONG_OUTPUT and "(wide)" in result.reason

@@ -71,18 +71,18 @@ def honest(softmax: Evaluator) -> float:
 
 @pytest.mark.parametrize("name", ["skips_wide_rows", "launch_skips_at_bench"])
 def test_a_kernel_that_does_nothing_at_the_bench_size_is_wrong_there(softmax: Evaluator, name: str):
+    # the full check meets the bench width before any timing: its bench-shaped case is 2 x 4096
     r = softmax.evaluate(gaming(name))
-    assert r.status is Status.WRONG_OUTPUT and "bench size" in r.reason and "never written" in r.reason, r.reason
+    assert r.status is Status.WRONG_OUTPUT and '{"cols":4096,"rows":2}' in r.reason and "never written" in r.reason, (
+        r.reason)
     assert r.latency_ms is None
 
 
-def test_a_kernel_that_skipped_zero_inputs_now_meets_real_ones_and_is_timed_honestly(softmax: Evaluator,
-                                                                                       honest: float):
+def test_a_kernel_that_skips_zero_led_rows_meets_exact_zeros_in_the_check(softmax: Evaluator):
+    # it did no work on the model's all-zero bench inputs once; it is now wrong where a row starts with an
+    # exact 0.0 (the special values' zeros), before any timing
     r = softmax.evaluate(gaming("skips_zero_led_rows"))
-    assert r.ok and r.latency_ms is not None
-    assert 0.8 * honest < r.latency_ms < 1.25 * honest
-    verification = r.latency_detail["verification"]
-    assert verification["elements_compared"] > 0 and not verification["full_run"]
+    assert r.status is Status.WRONG_OUTPUT and "(zeros)" in r.reason and r.latency_ms is None, r.reason
 
 
 def test_what_the_sample_stored_is_compared_and_one_wrong_row_fails_the_full_run(softmax: Evaluator):

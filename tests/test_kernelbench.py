@@ -156,6 +156,9 @@ def test_a_libdevice_function_without_a_triton_op_costs_the_model_more_than_one_
     tl.exp and a division, where it used to be one float op and no special-function op at all."""
     task, formula = seed_edited("tanh", "libdevice.tanh(x)", "tl.where(x < 0, -1.0, 1.0) * (1.0 - tl.exp(-2.0 * "
                                 "tl.abs(x))) / (1.0 + tl.exp(-2.0 * tl.abs(x)))")
+    # 1 - exp(-2|x|) cancels for tiny x (it is 0 at 1e-12, where tanh is 1e-12): the special values' tiny
+    # magnitudes refuse the formula, which is here for its cost only
+    task.dist_opt_out["tiny"] = "the written-out formula loses tiny inputs to cancellation; compared for cost only"
     with_libdevice, written_out = verdicts(task, str(task.seed_source), formula, level="full")
     assert with_libdevice.ok and written_out.ok, (with_libdevice.reason, written_out.reason)
     mine, theirs = with_libdevice.latency_detail["launches"][0], written_out.latency_detail["launches"][0]

@@ -28,10 +28,13 @@ def test_only_the_dimensions_a_task_lets_vary_move_and_each_lands_between_the_ch
     sizes = [odd_size(CHECK, bench, random.Random(s)) for s in range(200)]
     assert all(s is not None for s in sizes)
     for s in sizes:
-        assert s is not None and s["mode"] == 0 and s["K"] == 129  # K's bench value is no larger than a check's
-        assert 31 < s["M"] <= 1024  # past the largest check value, at most a quarter of the bench value
-        assert s["N"] == 68  # a quarter of 100 is below the check sizes: the first value past them
-    assert len({s["M"] for s in sizes if s}) > 50 and all(s["M"] % 2 for s in sizes if s and s["M"] < 1024)
+        assert s is not None and s["mode"] == 0
+        assert 31 < s["M"] <= 4096  # past the largest check value, up to the bench value itself
+        assert 67 < s["N"] <= 100
+        assert 1 <= s["K"] <= 129  # K's bench value is no larger than a check's: drawn within their range
+    assert len({s["M"] for s in sizes if s}) > 50 and all(s["M"] % 2 for s in sizes if s and s["M"] < 4096)
+    assert max(s["M"] for s in sizes if s) > 1024 and len({s["N"] for s in sizes if s}) > 5  # nothing pinned
+    assert len({s["K"] for s in sizes if s}) > 20
     assert odd_size(CHECK, {"M": 31, "N": 67, "K": 129, "mode": 0}, random.Random(0)) is None
 
 
@@ -62,8 +65,7 @@ def _reply(name: str) -> Candidate:
 def test_a_grouping_wrong_only_past_one_tile_and_off_the_bench_size_fails_at_the_size_between(matmul):
     """GROUP_COUNT assumes every group of output rows is full: right when the grid has one row of
     tiles (every check size, with 128-row tiles) and when the rows divide into groups (1024 = 8 x 128),
-    wrong at 129..256 rows with more than one column of tiles, where tiles are never written. At
-    128-column tiles the drawn 129..256 columns are two."""
+    wrong at 129..1023 rows with more than one column of tiles, where tiles are never written."""
     settings = EvaluationConfig(timeout_s=120, verify_timeout_s=300, latency=LatencyMode.OFF)
     with Evaluator(matmul, settings, device="cpu", secret=7) as ev:
         wrong = _reply("GROUP_COUNT").with_params(BN=128)
@@ -74,7 +76,7 @@ def test_a_grouping_wrong_only_past_one_tile_and_off_the_bench_size_fails_at_the
         assert verdict.status is Status.WRONG_OUTPUT, verdict.reason
         assert "between the check and bench sizes" in verdict.reason and "never written" in verdict.reason
         [odd] = matmul.odd_cases(7)
-        assert odd.size_json in verdict.reason and 128 < odd.size["M"] <= 256 and 128 < odd.size["N"] <= 256
+        assert odd.size_json in verdict.reason and 128 < odd.size["M"] <= 1024 and 128 < odd.size["N"] <= 1024
 
         right = ev.evaluate(_reply("GROUPED").with_params(BN=128), level=VERIFIED)
         assert right.ok, right.reason

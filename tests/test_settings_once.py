@@ -146,7 +146,9 @@ def test_the_island_and_the_evaluator_built_from_an_empty_config_carry_the_schem
     e = EvaluationConfig()
     ev = Evaluator(task, empty.evaluation, device="cpu")
     assert ev.settings == e and ev.worker.memory_mb == e.memory_mb
-    assert len(ev.cases("full")) == len(task.check_sizes) * max(e.draws, len(task.dists))
+    own = task.cases(draws=e.draws)  # then the special values and the bench-shaped cases (evo.contracts.check_cases)
+    assert len(own) == len(task.check_sizes) * max(e.draws, len(task.dists)) and ev.cases("full")[: len(own)] == own
+    assert len(ev.cases("full")) > len(own)
     assert len(ev.cases("quick")) == min(e.quick_sizes, len(task.check_sizes))
     model = ev.latency._model_source(0)
     assert isinstance(model, ModelLatency)

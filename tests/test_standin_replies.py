@@ -91,7 +91,8 @@ OUTCOMES = {
     "matmul": {
         "GROUPED": (Status.OK, ""),
         "BIGGER_TILES": (Status.OK, ""),
-        "FP16_ACCUMULATOR": (Status.OK, ""),
+        # float16 partial sums lose too much over the bench's K of 4096: its bench-shaped case (M 1, N 33, K 4096)
+        "FP16_ACCUMULATOR": (Status.WRONG_OUTPUT, '"K":4096'),
         "K_UNMASKED": (Status.UNSAFE, "loads address"),
         "GROUP_COUNT": (Status.OK, ""),
     },

@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 from evo.contracts import dtypes
 from evo.contracts.gpus import PROFILES
 from evo.contracts.mutator_config import MutatorConfig, SelectionConfig, Strict
+from evo.contracts.special_values import opt_outs
 
 
 class LatencyMode(str, Enum):
@@ -90,6 +91,9 @@ class TaskConfig(Strict):
     # a KernelBench Model runs in training mode, as KernelBench's harness runs it (BatchNorm with the batch's
     # statistics); eval: Model.eval() (running statistics, Dropout off)
     model_mode: Literal["train", "eval"] = "train"
+    # special input values (evo.contracts.special_values) the task is not checked on: {distribution: reason},
+    # the reason shown in every verdict (a native task module declares its own in DIST_OPT_OUT)
+    dist_opt_out: dict[str, str] | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> TaskConfig:
@@ -108,6 +112,7 @@ class TaskConfig(Strict):
                                  "the workload is the bench sizes")
         if self.dtype is not None and self.dtype not in dtypes.FLOAT_DTYPES:
             raise ValueError(f"dtype {self.dtype!r} is not one of {', '.join(dtypes.FLOAT_DTYPES)}")
+        opt_outs(self.dist_opt_out, "dist_opt_out")
         return self
 
 

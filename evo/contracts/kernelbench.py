@@ -24,7 +24,11 @@ along every axis while staying in the draw's range and sign: an argmax that retu
 maxima, where torch returns the first, or a sort that is not stable, differs from the reference only
 where inputs tie, which continuous random draws never do). A problem whose source names an operation
 that leaves the order of equal values unspecified (``sort``, ``topk``, ``median``, ...: the
-reference's own indices would be one arbitrary choice) is not checked on ties.
+reference's own indices would be one arbitrary choice) is not checked on ties: it opts out of ties, and of
+the special value distribution of that name. One that names a max, min, arg-max or max-pool (`NAN_AMBIGUOUS`)
+opts out of inf_nan: torch puts NaN first there, Triton's reductions skip it. The other special values
+(`evo.contracts.special_values`: zeros, tiny, huge, inf_nan) transform every float input, forward inputs
+and parameters alike; a config opts out of one with a reason (``task.dist_opt_out``).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from evo.contracts.special_values import opt_outs
 from evo.contracts.task import BenchCase, Case, Size, Task, TaskError, Tensor, bench_case_from, one_line, size_key
 
 DISTS = ("as_given", "wide", "ties")
@@ -47,6 +52,11 @@ _TIE_LEVELS = 16
 # torch leaves the order among equal values to these (sort/argsort unless stable=True): no `ties` for them
 TIE_AMBIGUOUS = frozenset({"sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
                            "unique", "unique_consecutive"})
+# where NaN lands among these is torch's convention (NaN counts as the largest), not Triton's (its max and min
+# ignore NaN): no inf_nan for them
+NAN_AMBIGUOUS = frozenset({"argmax", "argmin", "max", "min", "amax", "amin", "cummax", "cummin", "MaxPool1d",
+                           "MaxPool2d", "MaxPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+                           "max_pool1d", "max_pool2d", "max_pool3d"}) | TIE_AMBIGUOUS
 MODES = ("train", "eval")
 
 
@@ -189,6 +199,8 @@ def float64_default() -> Iterator[None]:
 class KernelBenchTask(Task):
     """A KernelBench problem file with check and bench sizes from the config."""
 
+    recomputes_reference = True
+
     def __init__(
         self,
         path: str | Path,
@@ -199,6 +211,7 @@ class KernelBenchTask(Task):
         seed_source: str | None = None,
         redraw_params: bool,
         mode: str = "train",
+        dist_opt_out: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
         self.path = Path(path).resolve()
@@ -226,6 +239,18 @@ class KernelBenchTask(Task):
         names = {n.attr for n in ast.walk(self.tree) if isinstance(n, ast.Attribute)} | {
             n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name)}
         self.dists = DISTS if not names & TIE_AMBIGUOUS else tuple(d for d in DISTS if d != "ties")
+        try:
+            self.dist_opt_out = opt_outs(dist_opt_out, "task.dist_opt_out")
+        except ValueError as e:
+            raise TaskError(str(e)) from None
+        if "ties" not in self.dists:
+            ambiguous = ", ".join(sorted(names & TIE_AMBIGUOUS))
+            self.dist_opt_out.setdefault("ties", f"the problem uses {ambiguous}, which leave the order of equal "
+                                                 "values unspecified")
+        if names & NAN_AMBIGUOUS:
+            self.dist_opt_out.setdefault("inf_nan", f"the problem uses {', '.join(sorted(names & NAN_AMBIGUOUS))}: "
+                                                    "where NaN lands is torch's convention, and Triton's max and min "
+                                                    "ignore NaN")
         self.tolerances = {}
         self.seed_source = seed_source
         self.redraw_params = redraw_params
@@ -383,6 +408,24 @@ class KernelBenchTask(Task):
         n_forward = len(inputs) - len(model.state_dict())
         return inputs, self.reference_outputs(model, self.reference_args(inputs[:n_forward], size), size)
 
+    def _reference_on(self, size: Size, seed: int, inputs: list[Tensor]) -> list[np.ndarray]:
+        """The reference on `inputs`: Model built as for the draw from `seed`, its parameters those among
+        `inputs` (after the forward inputs, in `state_dict()` order)."""
+        import torch
+
+        ns = self.namespace(size)
+        with TORCH_STATE:  # Model's init draws from torch's global generator (buffers outside the state too)
+            torch.manual_seed(seed)
+            model = ns["Model"](*ns["get_init_inputs"]())
+        state = model.state_dict()
+        n_forward = len(inputs) - len(state)
+        for (name, t), host in zip(list(state.items()), inputs[n_forward:]):
+            state[name] = as_float64(host).reshape(t.shape) if t.is_floating_point() else t
+        model = model.double()
+        model.load_state_dict(state)
+        model.train(self.mode == "train")
+        return self.reference_outputs(model, self.reference_args(inputs[:n_forward], size), size)
+
     def reference_outputs(self, model: Any, args: list[Any], size: Size) -> list[np.ndarray]:
         """`model`'s outputs on `args` as the reference computes them (float64, tensors it makes too)."""
         import torch
@@ -444,6 +487,15 @@ class KernelBenchTask(Task):
 
     def bytes_moved(self, size: Size) -> float | None:
         """Minimum traffic: every input, parameter and output once (shapes found on `meta`)."""
+        found = self._meta_buffers(size)
+        return float(found[1]) if found is not None else None
+
+    def buffer_sizes(self, size: Size) -> tuple[int, int]:
+        """Elements and bytes of every input, parameter and output, from shapes on `meta` where it runs
+        (no draw at a bench size), else from a draw."""
+        return self._meta_buffers(size) or super().buffer_sizes(size)
+
+    def _meta_buffers(self, size: Size) -> tuple[int, int] | None:
         import torch
 
         from evo.contracts import dtypes
@@ -458,11 +510,9 @@ class KernelBenchTask(Task):
             return None
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         item = dtypes.itemsize(self.dtype)
-        total = 0
-        for t in [*forward, *model.state_dict().values(), *outs]:
-            if isinstance(t, torch.Tensor):  # not a number among the forward inputs
-                total += t.numel() * (item if t.is_floating_point() else t.element_size())
-        return float(total)
+        tensors = [t for t in [*forward, *model.state_dict().values(), *outs] if isinstance(t, torch.Tensor)]
+        total = sum(t.numel() * (item if t.is_floating_point() else t.element_size()) for t in tensors)
+        return sum(t.numel() for t in tensors), total
 
     @property
     def key(self) -> str:

@@ -19,6 +19,9 @@ Module-level names (see ``tasks/softmax/task.py`` for a complete example):
     tie: a task whose output depends on the order among equal inputs (an argmax, a stable sort) needs a
     distribution whose values repeat, or a kernel that breaks ties the other way passes (KernelBench
     problems get one, ``ties``, in `evo.contracts.kernelbench`).
+``DIST_OPT_OUT`` (optional)
+    ``{distribution: reason}``: special value distributions (`evo.contracts.special_values`: zeros, ties,
+    tiny, huge, inf_nan) the task is not checked on, each with the reason the verdict shows.
 ``TOLERANCE`` (optional)
     ``{dtype: {"atol": .., "rtol": ..}}`` overriding the defaults of `evo.contracts.task`.
 ``workloads.yaml`` beside the module (optional)
@@ -42,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from evo.contracts import dtypes
+from evo.contracts.special_values import opt_outs
 from evo.contracts.task import BenchCase, Case, Size, Task, TaskError, Tensor, Tolerance, bench_case_from, one_line
 from evo.contracts.workload import Workload, read_workloads
 
@@ -76,6 +80,8 @@ def _required(module: ModuleType, name: str, path: Path) -> Any:
 class NativeTask(Task):
     """A task defined by a module in the native format."""
 
+    recomputes_reference = True
+
     def __init__(self, path: str | Path, *, dtype: str | None = None) -> None:
         super().__init__()
         path = Path(path)
@@ -104,6 +110,10 @@ class NativeTask(Task):
         self._inputs: Callable[..., list[Any]] = _required(m, "inputs", path)
         self._reference: Callable[..., Any] = _required(m, "reference", path)
         self.dists = tuple(getattr(m, "DISTS", ("normal", "wide")))
+        try:
+            self.dist_opt_out = opt_outs(getattr(m, "DIST_OPT_OUT", None), f"{path}: DIST_OPT_OUT")
+        except ValueError as e:
+            raise TaskError(str(e)) from None
         self.tolerances = {k: Tolerance(**v) for k, v in getattr(m, "TOLERANCE", {}).items()}
         seed_file = self.path.parent / str(getattr(m, "SEED", "seed.py"))
         self.seed_path: Path | None = seed_file if seed_file.is_file() else None
@@ -192,6 +202,9 @@ class NativeTask(Task):
 
     def _draw(self, size: Size, seed: int, dist: str) -> tuple[list[Tensor], list[np.ndarray]]:
         inputs = self._make_inputs(size, seed, dist)
+        return inputs, self._reference_on(size, seed, inputs)
+
+    def _reference_on(self, size: Size, seed: int, inputs: list[Tensor]) -> list[np.ndarray]:
         as_ref = [
             dtypes.to_float64(t.data, t.dtype) if dtypes.is_float(t.dtype) else t.data.copy() for t in inputs
         ]
@@ -200,7 +213,7 @@ class NativeTask(Task):
         except Exception as e:
             raise TaskError(f"task {self.name}: reference() failed at size {size}: {one_line(e)}") from e
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        return inputs, [np.asarray(o) for o in outs]
+        return [np.asarray(o) for o in outs]
 
     def flops(self, size: Size) -> float | None:
         fn = getattr(self.module, "flops", None)

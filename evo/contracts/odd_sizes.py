@@ -5,10 +5,13 @@ kernel can be right at both and wrong at the sizes in between that a model actua
 grid has several programs along an axis and the last one is cut short. A matmul with 128 x 128
 tiles never sees a second tile along M or N at check sizes of at most 128, nor a partial tile at
 4096. So a verification also runs the candidate at an odd size per bench size: every dimension
-that the task lets vary (its value differs among the check and bench sizes) and whose bench value
-lies past the largest check value is drawn uniformly from (largest check value, max(that + 1,
-bench value / 4)], made odd where it can be; the other dimensions keep their bench value. The draw
-comes from the run's secret, so no kernel can know it.
+that the task lets vary (its value differs among the check and bench sizes) is drawn, made odd where
+it can be: one whose bench value lies past the largest check value uniformly from (largest check
+value, bench value], up to the bench value itself (a kernel may change its path anywhere below it),
+any other from the range of its check and bench values (no dimension is pinned to one value). Only
+dimensions that are the same in every size keep their value. The draw comes from the run's secret,
+so no kernel can know it. A drawn size may be as large as the bench size: the evaluator runs one
+past the race sanitizer's budget as it runs a bench size (`fitness.evaluate`).
 """
 
 from __future__ import annotations
@@ -36,14 +39,15 @@ def odd_size(check_sizes: list[Size], bench_size: Size, rng: random.Random) -> S
     out = dict(bench_size)
     moved = False
     for dim in sorted(free):
-        largest = max(int(s[dim]) for s in check_sizes if dim in s) if any(dim in s for s in check_sizes) else 0
-        bench = int(bench_size[dim])
-        if bench <= largest + 1:
-            continue
-        hi = min(bench, max(largest + 1, bench // 4))
-        v = rng.randint(largest + 1, hi)
+        checked = [int(s[dim]) for s in check_sizes if dim in s]
+        largest, bench = max(checked, default=0), int(bench_size[dim])
+        if bench > largest + 1:
+            lo, hi = largest + 1, bench
+            moved = True
+        else:  # within the checked range: drawn there too, not pinned to its bench value
+            lo, hi = min([*checked, bench]), max(largest, bench)
+        v = rng.randint(lo, hi)
         if v % 2 == 0 and v + 1 <= hi:
             v += 1
         out[dim] = v
-        moved = True
     return out if moved else None

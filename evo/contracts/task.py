@@ -22,117 +22,29 @@ import json
 import math
 import random
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from evo.contracts import dtypes
+from evo.contracts.case import DEFAULT_TOLERANCE as DEFAULT_TOLERANCE
+from evo.contracts.case import EXACT as EXACT
+from evo.contracts.case import BenchCase as BenchCase
+from evo.contracts.case import Case as Case
+from evo.contracts.case import CaseData as CaseData
+from evo.contracts.case import Size as Size
+from evo.contracts.case import TaskError as TaskError
+from evo.contracts.case import Tensor as Tensor
+from evo.contracts.case import Tolerance as Tolerance
+from evo.contracts.case import bench_case_from as bench_case_from
+from evo.contracts.case import default_tolerance as default_tolerance
+from evo.contracts.case import one_line as one_line
+from evo.contracts.case import size_key as size_key
 from evo.contracts.odd_sizes import odd_size
+from evo.contracts.special_values import SPECIAL_DISTS, special_draw
 
-Size = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    atol: float
-    rtol: float
-
-
-DEFAULT_TOLERANCE: dict[str, Tolerance] = {
-    "float64": Tolerance(atol=1e-10, rtol=1e-8),
-    # fp16 rounding is up to 4.9e-4 relative: an fp32 task computed in fp16 fails this.
-    "float32": Tolerance(atol=1e-5, rtol=1e-4),
-    "float16": Tolerance(atol=1e-3, rtol=4e-3),
-    "bfloat16": Tolerance(atol=8e-3, rtol=3e-2),
-}
-EXACT = Tolerance(atol=0.0, rtol=0.0)
-
-
-def default_tolerance(dtype: str) -> Tolerance:
-    return DEFAULT_TOLERANCE.get(dtype, EXACT)
-
-
-@dataclass(frozen=True)
-class Case:
-    """One concrete check: a size, the k-th draw of inputs for it, and a value distribution."""
-
-    size_json: str
-    draw: int
-    seed: int
-    dist: str
-
-    @property
-    def size(self) -> Size:
-        return dict(json.loads(self.size_json))
-
-    def label(self) -> str:
-        return f"size {self.size_json} draw {self.draw} ({self.dist})"
-
-
-@dataclass(frozen=True)
-class Tensor:
-    """A host array with the dtype name the candidate sees it as."""
-
-    data: np.ndarray
-    dtype: str
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.data.shape)
-
-
-@dataclass(frozen=True)
-class CaseData:
-    """Inputs as the candidate receives them and expected outputs (float64 or exact ints)."""
-
-    case: Case
-    inputs: list[Tensor]
-    expected: list[np.ndarray]
-    output_dtypes: list[str]
-    output_shapes: list[tuple[int, ...]] = field(default_factory=list)
-
-    def launch_words(self) -> str:
-        """What `launch` receives here, in words: each input, then each output (dtype, shape)."""
-        ins = ", ".join(f"{t.dtype} {list(t.shape)}" for t in self.inputs)
-        outs = ", ".join(f"{d} {list(s)}" for d, s in zip(self.output_dtypes, self.output_shapes))
-        return f"{len(self.inputs)} input(s) [{ins}], then {len(self.output_dtypes)} output(s) to write [{outs}]"
-
-
-@dataclass(frozen=True)
-class BenchCase:
-    """What a candidate is timed (or modelled) on: inputs at a bench size and the output layout.
-
-    ``inputs`` hold data for every tensor when drawn with ``data=True``; with ``data=False``
-    float tensors carry no data (``Tensor.data`` is an empty array of the right dtype and the
-    shape is in ``input_shapes``), which is all the latency model needs. Integer inputs
-    (indices, labels) always carry data: addresses may depend on them.
-    """
-
-    size: Size
-    inputs: list[Tensor]
-    input_shapes: list[tuple[int, ...]]
-    output_dtypes: list[str]
-    output_shapes: list[tuple[int, ...]]
-
-    @property
-    def has_float_data(self) -> bool:
-        return all(t.shape == s for t, s in zip(self.inputs, self.input_shapes))
-
-
-def size_key(size: Size) -> str:
-    return json.dumps(size, sort_keys=True, separators=(",", ":"))
-
-
-class TaskError(ValueError):
-    """The task definition is unusable; the message names what is wrong."""
-
-
-def one_line(e: BaseException) -> str:
-    """An exception in one line: its type and the first line of its message (torch's argument errors
-    list every overload after it)."""
-    lines = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+# the rules that pick a full check's cases beyond the check sizes (`evo.contracts.check_cases`): part of the
+# task key, so that verdicts cached under other rules are not taken for this check's
+CHECK_RULES = "bench-shaped cases of at most 2^20 elements; special values zeros,ties,tiny,huge,inf_nan: v1"
 
 
 class Task(ABC):
@@ -152,9 +64,14 @@ class Task(ABC):
     workload: str | None = None
     # `bench_fingerprint` of the task's own bench sizes and weights (None: it has none of its own)
     default_bench: str | None = None
+    # whether `_reference_on` recomputes the reference on given inputs (needed for special values)
+    recomputes_reference = False
 
     def __init__(self) -> None:
         self._cache: dict[Case, CaseData] = {}
+        self._buffers: dict[str, tuple[int, int]] = {}
+        # special value distributions (`evo.contracts.special_values`) the task is not checked on, and why
+        self.dist_opt_out: dict[str, str] = {}
 
     def fitness_sizes(self) -> list[tuple[int, float]]:
         """(index into `bench_sizes`, weight) of every size the fitness covers: each bench size that has a
@@ -218,6 +135,8 @@ class Task(ABC):
             json.dumps(sorted((k, v.atol, v.rtol) for k, v in self.tolerances.items())),
             repr(self.tolerance_override),
             ",".join(self.dists),
+            CHECK_RULES,
+            json.dumps(self.dist_opt_out, sort_keys=True),
         ):
             h.update(part.encode())
             h.update(b"\0")
@@ -271,11 +190,53 @@ class Task(ABC):
     def case_data(self, case: Case) -> CaseData:
         """Inputs and expected outputs of a case, computed once per task object."""
         if case not in self._cache:
-            inputs, expected = self._draw(case.size, case.seed, case.dist)
+            note = ""
+            if case.dist in SPECIAL_DISTS and case.dist not in self.dists:
+                inputs, expected, note = self._special_draw(case.size, case.seed, case.dist)
+            else:
+                inputs, expected = self._draw(case.size, case.seed, case.dist)
             out_dtypes = [self.output_dtype(e) for e in expected]
             shapes = [tuple(e.shape) for e in expected]
-            self._cache[case] = CaseData(case, inputs, expected, out_dtypes, shapes)
+            self._cache[case] = CaseData(case, inputs, expected, out_dtypes, shapes, note)
         return self._cache[case]
+
+    def _reference_on(self, size: Size, seed: int, inputs: list[Tensor]) -> list[np.ndarray]:
+        """The expected outputs on `inputs` (those of a draw at `size` from `seed`, values changed)."""
+        raise NotImplementedError(f"task {self.name} cannot recompute its reference on given inputs")
+
+    def _special_draw(self, size: Size, seed: int, dist: str) -> tuple[list[Tensor], list[np.ndarray], str]:
+        """A draw of the first distribution turned into special values (`evo.contracts.special_values`)."""
+        inputs, base = self._draw(size, seed, self.dists[0])
+
+        def tensors(values: list[np.ndarray | None]) -> list[Tensor]:
+            return [t if v is None else Tensor(np.ascontiguousarray(dtypes.cast(v, t.dtype)), t.dtype)
+                    for t, v in zip(inputs, values)]
+
+        def reference(values: list[np.ndarray | None]) -> list[np.ndarray] | None:
+            try:
+                with np.errstate(all="ignore"):  # inf - inf is NaN, as the special values intend
+                    return [np.asarray(e) for e in self._reference_on(size, seed, tensors(values))]
+            except Exception:  # the reference refuses such values: the case keeps its plain draw
+                return None
+
+        out_dtypes = [self.output_dtype(e) for e in base]
+        values, expected, note = special_draw(
+            dist, [dtypes.to_float64(t.data, t.dtype) if dtypes.is_float(t.dtype) else None for t in inputs], base,
+            reference, seed=seed, dtype=self.dtype, out_dtypes=out_dtypes,
+            atols=[self.tolerance_for(d).atol for d in out_dtypes])
+        return tensors(values), expected, note
+
+    def buffer_sizes(self, size: Size) -> tuple[int, int]:
+        """Elements and bytes of all inputs and outputs of a case at `size` (shapes only: no reference run
+        where the task can avoid one)."""
+        key = size_key(size)
+        if key not in self._buffers:
+            bench = self.bench_case(size, data=False)
+            shapes = [*zip(bench.input_shapes, (t.dtype for t in bench.inputs)),
+                      *zip(bench.output_shapes, bench.output_dtypes)]
+            counts = [(math.prod(s), math.prod(s) * dtypes.itemsize(d)) for s, d in shapes]
+            self._buffers[key] = (sum(c for c, _ in counts), sum(b for _, b in counts))
+        return self._buffers[key]
 
     def bench_case(self, size: Size, *, data: bool = True, draw: Case | None = None) -> BenchCase:
         """Inputs at `size` and the output layout: those of `draw` (one of `bench_cases`) when given,
@@ -311,14 +272,3 @@ class Task(ABC):
             f"task {self.name}: dtype {self.dtype}, check sizes {self.check_sizes}, "
             f"bench sizes {self.bench_sizes}"
         )
-
-
-def bench_case_from(size: Size, inputs: list[Tensor], out_dtypes: list[str], out_shapes: list[tuple[int, ...]],
-                    data: bool) -> BenchCase:
-    """A BenchCase from drawn inputs; float data dropped unless `data`."""
-    shapes = [t.shape for t in inputs]
-    if not data:
-        inputs = [t if not dtypes.is_float(t.dtype) else Tensor(np.empty(0, dtype=t.data.dtype), t.dtype)
-                  for t in inputs]
-    return BenchCase(size, inputs, shapes, out_dtypes, out_shapes)
-

@@ -23,7 +23,7 @@ def build_task(cfg: TaskConfig, base_dir: Path, *, check_forward: bool = True) -
         problem = KernelBenchTask(
             path, check_sizes=cfg.sizes.check, bench_sizes=cfg.sizes.bench or cfg.sizes.check,
             dtype=cfg.dtype or "float32", seed_source=seed, redraw_params=cfg.redraw_params,
-            mode=cfg.model_mode,
+            mode=cfg.model_mode, dist_opt_out=cfg.dist_opt_out,
         )
         if check_forward:
             problem.check_forward()
@@ -54,6 +54,7 @@ def build_task(cfg: TaskConfig, base_dir: Path, *, check_forward: bool = True) -
                 raise ConfigError(f"task.workload: {e}") from e
         if cfg.seed:
             task.seed_source = resolve_path(cfg.seed, base_dir, "task.seed").read_text()
+        task.dist_opt_out = {**task.dist_opt_out, **(cfg.dist_opt_out or {})}
     if cfg.sizes is not None and cfg.sizes.bench_weights is not None:
         task.set_bench_weights(cfg.sizes.bench_weights)
     if cfg.tolerance is not None:

@@ -71,6 +71,11 @@ BENCH_SIZES = [
 BENCH_WEIGHTS = [1.0, 1.0]
 DISTS = ("normal", "wide")
 TOLERANCE = {"float16": {"atol": 2e-2, "rtol": 4e-3}}  # see "Tolerance" in the module docstring
+# the reference multiplies the zero probabilities of future keys into their values, so a NaN or inf in a
+# future value makes its row NaN (0 x NaN); causal attention does not depend on future keys, and a kernel
+# that skips the blocks above the diagonal (FlashAttention) rightly gives a finite row
+DIST_OPT_OUT = {"inf_nan": "the reference's NaN there comes from 0 x NaN for future keys, which a causal kernel "
+                           "rightly never reads: FlashAttention skips the blocks above the diagonal"}
 
 
 def inputs(size, dtype, rng, dist):

@@ -1,5 +1,6 @@
-"""Gaming once: skips a row whose first input is 0.0 (the model's bench inputs used to be all zeros,
-so it did no work there). On real inputs it does the work: honest, and timed as such."""
+"""Gaming: skips a row whose first input is 0.0 (the model's bench inputs used to be all zeros, so it
+did no work there). Smooth draws never hold an exact zero; the check's special values do, and the rows it
+skips are never written."""
 
 import triton
 import triton.language as tl

@@ -1,0 +1,102 @@
+"""The cases of a full check, beyond the check sizes under the task's own distributions.
+
+A full check runs (in this order, cheap cases first):
+
+1. every check size under each of the task's own distributions (`Task.cases`);
+2. every special value distribution (`evo.contracts.special_values`) the task has not opted out of, at
+   a small check size (the smallest by elements after the very smallest, which is usually all ones): a
+   few rows and columns, at little cost; the long dimensions come in 3;
+3. for each bench size (each shape of a workload), its bench-shaped size (`evo.contracts.bench_shaped`)
+   under every distribution, the task's own and the special ones.
+
+Each runs like any check case: the first case of a size twice under different poisons and program
+orders, the race sanitizer and the barrier rule on. Which cases these rules pick is part of the task key
+(`evo.contracts.task.CHECK_RULES`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING
+
+from evo.contracts.bench_shaped import bench_shaped_size
+from evo.contracts.case import Case, Size, size_key
+from evo.contracts.special_values import SPECIAL_DISTS
+
+if TYPE_CHECKING:
+    from evo.contracts.task import Task
+
+SPECIAL_AT = 1  # check sizes that every special distribution runs at (each run costs ~0.1 s even when tiny)
+
+
+def special_dists(task: Task) -> tuple[str, ...]:
+    """The special distributions `task` is checked on: all but those it opted out of (and those it draws
+    itself, under the same name); none where it cannot recompute its reference on changed inputs."""
+    if not task.recomputes_reference:
+        return ()
+    return tuple(d for d in SPECIAL_DISTS if d not in task.dists and d not in task.dist_opt_out)
+
+
+def elements(task: Task, size: Size) -> int:
+    return task.buffer_sizes(size)[0]
+
+
+def work(task: Task, size: Size) -> float:
+    """The work of a case at `size`: the task's FLOPs, else the elements of its inputs and outputs."""
+    flops = task.flops(size)
+    return float(flops) if flops else float(elements(task, size))
+
+
+def special_sizes(task: Task) -> list[Size]:
+    """`SPECIAL_AT` check sizes for the special values: the smallest by elements after the smallest (usually
+    all ones, where rows and ties mean nothing), in the task's order."""
+    ranked = sorted(range(len(task.check_sizes)), key=lambda i: (elements(task, task.check_sizes[i]), i))
+    chosen = ranked[1:SPECIAL_AT + 1] if len(ranked) > SPECIAL_AT else ranked
+    return [task.check_sizes[i] for i in sorted(chosen)]
+
+
+def bench_shaped_sizes(task: Task) -> list[Size]:
+    """The bench-shaped size of each bench size, once each, leaving out any that is a check size."""
+    out: list[Size] = []
+    seen = {size_key(s) for s in task.check_sizes}
+    for bench in task.bench_sizes:
+        size = bench_shaped_size(task.check_sizes, bench, lambda s: elements(task, s), lambda s: work(task, s))
+        if size is not None and size_key(size) not in seen:
+            seen.add(size_key(size))
+            out.append(size)
+    return out
+
+
+def _special_cases(task: Task, sizes: list[Size], first_draw: int) -> list[Case]:
+    out = []
+    for size in sizes:
+        skey = size_key(size)
+        for i, dist in enumerate(special_dists(task)):
+            digest = hashlib.sha256(f"{task.name}|{skey}|special|{dist}".encode()).digest()
+            out.append(Case(skey, first_draw + i, int.from_bytes(digest[:4], "little"), dist))
+    return out
+
+
+def full_cases(task: Task, *, draws: int) -> list[Case]:
+    """Every case of a full check of `task` (see the module docstring)."""
+    own = task.cases(draws=draws)
+    after = max(draws, len(task.dists))  # special draws are numbered after the task's own at a size
+    shaped = bench_shaped_sizes(task)
+    return [*own, *_special_cases(task, special_sizes(task), after),
+            *task.cases(shaped, draws=draws), *_special_cases(task, shaped, after)]
+
+
+def unchecked_words(task: Task, cases: list[Case]) -> str:
+    """What a full check of `task` on `cases` did not check, in words for its verdict ('' when nothing):
+    the special distributions it opted out of, with its reasons, and special cases left as drawn."""
+    if not task.recomputes_reference:
+        return "; not checked on special values (the task cannot recompute its reference on changed inputs)"
+    parts = [f"opts out of special values {'; '.join(f'{d} ({why})' for d, why in sorted(task.dist_opt_out.items()))}"
+             ] if task.dist_opt_out else []
+    left: dict[tuple[str, str], list[str]] = {}
+    for case in cases:
+        note = task.case_data(case).note if case.dist in special_dists(task) else ""
+        if note:
+            left.setdefault((case.dist, note), []).append(case.size_json)
+    parts += [f"{dist} left as drawn at {', '.join(sizes)}: {note}" for (dist, note), sizes in left.items()]
+    return f"; not checked: {'; '.join(parts)}" if parts else ""

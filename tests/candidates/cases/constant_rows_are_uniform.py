@@ -1,0 +1,26 @@
+"""Honest twin of first_two_equal_is_constant: the shortcut only where the row is constant (its max equals
+its min), where the uniform distribution is the softmax."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax(x_ptr, y_ptr, n_cols, stride_x, stride_y, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * stride_x + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    top = tl.max(x, axis=0)
+    low = tl.min(tl.where(mask, x, float("inf")), axis=0)
+    e = tl.exp(x - top)
+    y = tl.where(top == low, 1.0 / n_cols, e / tl.sum(e, axis=0))
+    tl.store(y_ptr + row * stride_y + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+PARAMS = {"num_warps": 8}
+
+
+def launch(x, y, *, num_warps):
+    rows, cols = x.shape
+    _softmax[(rows,)](x, y, cols, x.stride(0), y.stride(0), BLOCK=triton.next_power_of_2(cols), num_warps=num_warps)
