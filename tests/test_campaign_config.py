@@ -12,9 +12,11 @@ import yaml
 from evo.app.campaign_setup import CampaignHooks, actor_timeout_s, prepare
 from evo.app.progress import IslandRow, LiveTable, PlainLog, Totals
 from evo.app.run_store import RunStoreError
+from evo.contracts.check_cases import full_cases
 from evo.contracts.config_file import ConfigError, load_config
 from evo.contracts.mutator_config import MUTATOR_KINDS
 from evo.contracts.task_loader import build_task
+from fitness.check.reach import MAX_SIZES
 from fitness.sandbox.process import STALLED_CPU_FRACTION
 
 from .conftest import ROOT
@@ -189,7 +191,9 @@ def test_a_limit_left_out_does_not_apply():
 def test_an_evaluator_is_given_the_longest_its_worker_waits_before_it_counts_as_hung():
     cfg = load_config(ROOT / "configs" / "demo.yaml")
     task = build_task(cfg.task, ROOT / "configs")
-    cases = len(task.cases(draws=cfg.evaluation.draws))
+    # every case of a full check (special values, bench-shaped), and the sizes it may add to reach unrun code
+    cases = len(full_cases(task, draws=cfg.evaluation.draws)) + MAX_SIZES
+    assert cases > len(task.cases(draws=cfg.evaluation.draws)) + MAX_SIZES
     timeout = cfg.evaluation.timeout_s
 
     def on(device: str) -> float:

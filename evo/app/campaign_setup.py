@@ -18,12 +18,14 @@ from evo.app.lowering import llm_entry, lower
 from evo.app.run_inputs import seed_of
 from evo.app.run_store import RESUMABLE_CHANGES, RunStore
 from evo.contracts.candidate import Candidate
+from evo.contracts.check_cases import full_cases
 from evo.contracts.config import BUDGET_KEYS, BudgetConfig, Config
 from evo.contracts.config_file import ConfigError, load_config, read_text
 from evo.contracts.mutator_config import MUTATOR_KINDS, AnyMutatorConfig, LLMConfig
 from evo.contracts.task import Task
 from evo.contracts.task_files import TaskFiles
 from evo.contracts.verdict import LatencySource
+from fitness.check.reach import MAX_SIZES as MAX_REACH_SIZES
 from fitness.sandbox.process import STALLED_CPU_FRACTION
 from islands.actors import MutatorFactory
 from islands.evaluator_actor import (
@@ -223,7 +225,9 @@ def actor_timeout_s(cfg: Config, task: Task) -> float:
     times it in wall time before it calls the case a timeout, so the actor must wait that long too."""
     if cfg.evaluators.actor_timeout_s is not None:
         return cfg.evaluators.actor_timeout_s
-    cases = len(task.cases(draws=cfg.evaluation.draws))
+    # a full check's cases (with the special values and bench-shaped ones), and the sizes it may add to
+    # reach code they left unrun
+    cases = len(full_cases(task, draws=cfg.evaluation.draws)) + MAX_REACH_SIZES
     timeout = cfg.evaluation.timeout_s
     per_case = 2.0 * timeout if cfg.evaluation.device == "cuda" else timeout / STALLED_CPU_FRACTION
     return per_case * (cases + 1) + 2.0 * 180.0
