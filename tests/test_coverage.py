@@ -195,3 +195,17 @@ def test_a_path_split_at_any_threshold_is_caught(softmax, threshold, form):
     # several ways: the check reaches the wrong path whatever the threshold
     r = softmax.evaluate(Candidate.from_source(WRONG_PAST % (threshold, form)))
     assert r.status is Status.WRONG_OUTPUT and "which the check chose to reach" in r.reason, (threshold, form, r.reason)
+
+
+WHERE_PAST = WRONG_PAST.replace("    scale = 1.0\n    if %s:\n        scale = 0.75\n",
+                                "    scale = 1.0 - 0.25 * (%s)\n")
+
+
+@settings(max_examples=3, deadline=None, derandomize=True)
+@given(threshold=st.integers(min_value=4100, max_value=9000))
+def test_a_path_split_with_no_branch_is_crossed(softmax, threshold):
+    # the same split as arithmetic on a comparison: every line runs at every size, so only a size past the
+    # threshold the code compares with shows it
+    assert "scale = 1.0 - 0.25 * (" in WHERE_PAST
+    r = softmax.evaluate(Candidate.from_source(WHERE_PAST % (threshold, "cols > LIMIT")))
+    assert r.status is Status.WRONG_OUTPUT and f"which the check chose to go past {threshold}" in r.reason, r.reason
