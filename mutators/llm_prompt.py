@@ -35,14 +35,19 @@ CONTRACT = """The candidate contract (a kernel that breaks it is rejected before
   names dtypes, takes views and reads metadata: computing with torch is rejected, and so is asking
   which device runs the code (is_cuda, device.type, data_ptr, printing a tensor, or a pointer cast to
   an integer inside a kernel). No try/except, classes,
-  global, with, files, threads, processes, sockets, exec/eval or introspection.
-- Correctness is checked against the reference in float64 on many sizes (including 1, primes and
-  sizes that are not multiples of any block), several input draws and value distributions, with
-  guard zones around every buffer: mask every load and store, handle any size. Outputs and
-  torch.empty scratch start filled with garbage (NaN in the check): write before you read, or
-  allocate with torch.zeros. Programs run in any order (the check shuffles them): no program may
-  assume another has run. A program that loads what it stored itself needs tl.debug_barrier()
-  between the store and the load."""
+  global, with, files, threads, processes, sockets, exec/eval or introspection. No state: nothing
+  a call does may outlive it (no attribute assignment, no module-level list, dict or tensor, no
+  mutable default); module-level values are numbers, strings and tuples.
+- Correctness is checked against the reference in float64 on many sizes (including 1, primes,
+  sizes that are not multiples of any block, and sizes near the bench size), several input draws
+  and value distributions (zeros, ties, constant rows, tiny and huge values, inf and NaN), with
+  guard zones around every buffer: mask every load and store, handle any size. Every line and
+  branch of the code must run in the check: the check picks sizes past the thresholds the code
+  compares with; code no size reaches is rejected. Outputs and torch.empty scratch start filled
+  with garbage (NaN, other values, zeros): never read an element before writing it in the same
+  call, or allocate with torch.zeros. Programs run in any order (the check shuffles them): no
+  program may assume another has run; only acquire/release atomics order programs. A program
+  that loads what it stored itself needs tl.debug_barrier() between the store and the load."""
 
 SYSTEM = f"""You are an expert GPU performance engineer who writes Triton kernels.
 You improve a working Triton kernel so that it runs faster while computing exactly what the reference computes.
