@@ -22,6 +22,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from fitness.check.probes import Probes
 from fitness.sandbox import isolation, protocol
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -42,16 +43,23 @@ def sanitizer(views: list[Any], msg: dict[str, Any]) -> Any:
 
 
 @contextmanager
-def interpreted_check(views: list[Any], msg: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def interpreted_check(views: list[Any], msg: dict[str, Any], probes: Probes | None = None
+                      ) -> Iterator[dict[str, Any]]:
     """What wraps one interpreted check run: the sanitizer, the order its programs run in
     (`fitness.sandbox.program_order`: natural, or shuffled as the message says), and the record of the
-    specializations it launches (`fitness.sandbox.launch_specs`), which join the reply."""
-    from fitness.sandbox.launch_specs import recording
+    specializations it launches (`fitness.latency.launch_specs`) and, with `probes`, of the points of the
+    candidate's code it reaches (`fitness.check.probes`), which join the reply."""
+    from fitness.latency.launch_specs import recording
     from fitness.sandbox.program_order import NATURAL, program_order
 
     specs: list[dict[str, Any]] = []
+    extra: dict[str, Any] = {"specs": specs}
+    if probes is not None:
+        probes.take()  # what this run reaches, not what an earlier one did
     with recording(specs), program_order(str(msg.get("order", NATURAL))), sanitizer(views, msg):
-        yield {"specs": specs}
+        yield extra
+    if probes is not None:
+        extra["probes"] = probes.take()
 
 
 def _exit_with_parent() -> None:
@@ -115,12 +123,18 @@ def main() -> None:
         _warm_up(runner, interpreted)
     gc.freeze()  # what the imports made is never garbage: keep each unload's collection cheap
 
+    probes: list[Probes | None] = [None]  # the loaded candidate's, when its check asked for them
+
+    def instrument(views: list[Any], msg: dict[str, Any]) -> Any:
+        return interpreted_check(views, msg, probes[0])
+
     def handle(msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
         if op == "load":
-            return runner.load(msg)
+            probes[0] = Probes() if interpreted and msg.get("coverage") else None
+            return runner.load(msg, probes[0].load if probes[0] is not None else None)
         if op == "run":
-            reply = runner.run(msg, interpreted_check if interpreted else None)
+            reply = runner.run(msg, instrument if interpreted else None)
             if interpreted and reply.get("ok"):
                 reply["order"] = msg.get("order", "natural")  # the order its programs ran in
             return reply
@@ -186,8 +200,7 @@ def _warm_up(runner: Any, interpreted: bool) -> None:
     import numpy as np
 
     import fitness.check.coverage
-    import fitness.latency.interp_profile
-    import fitness.sandbox.probes  # noqa: F401  (imported for the children)
+    import fitness.latency.interp_profile  # noqa: F401  (imported for the children)
 
     reply = runner.load({"source": _WARM_UP, "params": {}, "name": "warm_up"})
     try:

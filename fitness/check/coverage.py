@@ -25,6 +25,8 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from fitness.check.fixed import fixed_conditions, reachable
+
 STMT, TAKEN, NOT_TAKEN = 0, 1, 2
 PROBE = "__evo_probe__"  # a dunder name: the lint forbids candidate code to name it
 
@@ -120,20 +122,6 @@ def instrument(tree: ast.Module, *, kernel: bool) -> ast.Module:
     return ast.fix_missing_locations(tree)
 
 
-def reachable(tree: ast.Module) -> set[str]:
-    """Module-level functions ``launch`` can reach: those it names, and those they name."""
-    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    seen: set[str] = set()
-    todo = ["launch"]
-    while todo:
-        name = todo.pop()
-        if name in seen or name not in functions:
-            continue
-        seen.add(name)
-        todo += [n.id for n in ast.walk(functions[name]) if isinstance(n, ast.Name) and n.id in functions]
-    return seen
-
-
 def points(tree: ast.Module) -> tuple[list[Point], dict[int, ast.If | ast.While]]:
     """Every point of the functions ``launch`` reaches, and the ``if``/``while`` statements by line."""
     walker = _Points(probe=False)
@@ -147,8 +135,6 @@ def points(tree: ast.Module) -> tuple[list[Point], dict[int, ast.If | ast.While]
 def unreached(source: str, seen: set[int]) -> list[Point]:
     """The required points of `source` that no check run reached (`seen`: probe keys), less those under
     the outcome of a fixed condition (`fixed_conditions`) that was never taken."""
-    from fitness.check.fixed import fixed_conditions
-
     tree = ast.parse(source)
     found, branches = points(tree)
     dead: set[int] = set()

@@ -15,7 +15,7 @@ import itertools
 
 from evo.contracts.candidate import Candidate
 from evo.contracts.task import Size, Task, size_key
-from fitness.check.coverage import reachable
+from fitness.check.fixed import reachable
 from fitness.check.thresholds import LARGEST_THRESHOLD, MAX_ELEMENTS, base_size, constants, cost, value
 
 MAX_CROSSINGS = 4

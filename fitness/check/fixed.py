@@ -14,13 +14,25 @@ from __future__ import annotations
 
 import ast
 
-from fitness.check.coverage import reachable
-
 _PURE_BUILTINS = frozenset("min max abs int float bool round divmod pow len".split())
 # functions of their arguments alone (tl.program_id, tl.load and torch's calls are not: they read the
 # program, memory or tensors)
 _PURE = frozenset({"triton.next_power_of_2", "triton.cdiv", "triton.language.cdiv", "triton.language.constexpr",
                    "triton.language.core.constexpr"})
+
+
+def reachable(tree: ast.Module) -> set[str]:
+    """Module-level functions ``launch`` can reach: those it names, and those they name."""
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    seen: set[str] = set()
+    todo = ["launch"]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in functions:
+            continue
+        seen.add(name)
+        todo += [n.id for n in ast.walk(functions[name]) if isinstance(n, ast.Name) and n.id in functions]
+    return seen
 
 
 class _Analysis:

@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -26,8 +26,7 @@ from fitness.sandbox import zones as guard
 from fitness.sandbox.interp_compat import tf32_dots
 from fitness.sandbox.limits import roomy_address_space
 
-if TYPE_CHECKING:
-    from fitness.sandbox.probes import Probes
+Execute = Callable[[ModuleType, str, str], None]
 
 
 class UnsafeAccess(BaseException):
@@ -57,7 +56,6 @@ class Runner:
         self.module: ModuleType | None = None
         self.filename: str | None = None
         self.params: dict[str, Any] = {}
-        self.probes: Probes | None = None
 
     # -- classification -------------------------------------------------------------------
     def failure(self, e: BaseException) -> dict[str, Any]:
@@ -86,7 +84,9 @@ class Runner:
         return {"ok": False, "kind": "compile_error", "message": text}
 
     # -- ops ---------------------------------------------------------------------------------
-    def load(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def load(self, msg: dict[str, Any], execute: Execute | None = None) -> dict[str, Any]:
+        """Import the candidate of `msg`; `execute(module, source, path)` runs its code in the module
+        (default: as written; the check's probes instrument it: `fitness.check.probes`)."""
         from fitness.sandbox.torch_guard import CandidateGuard
 
         if msg.get("reuse") and self.module is not None and self.module.__name__ == f"evo_candidate_{msg['name']}" \
@@ -103,14 +103,10 @@ class Runner:
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
-        self.probes = None
         try:
             with CandidateGuard(path):
-                if msg.get("coverage"):  # a check: record which points of its code each run reaches
-                    from fitness.sandbox.probes import Probes
-
-                    self.probes = Probes(path)
-                    self.probes.load(module, msg["source"])
+                if execute is not None:
+                    execute(module, msg["source"], path)
                 else:
                     spec.loader.exec_module(module)
         except BaseException as e:
@@ -215,8 +211,6 @@ class Runner:
             out_views.append(v)
         if self.device != "cpu":
             self.torch.cuda.synchronize()
-        if self.probes is not None:
-            self.probes.take()  # what this run reaches, not what an earlier one did
         start, dots = time.perf_counter(), tf32_dots()
         around = instrument([*in_views, *out_views], msg) if instrument is not None else nullcontext()
         try:
@@ -235,5 +229,4 @@ class Runner:
             "inputs": [self._bytes(t) for t in ins],
             "outputs": [self._bytes(t) for t in outs],
             "tf32_dots": tf32_dots() - dots,  # in the interpreter: float32 dots rounded as a GPU rounds them
-            "probes": self.probes.take() if self.probes is not None else None,
         }

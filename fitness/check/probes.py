@@ -16,14 +16,15 @@ from fitness.check.coverage import PROBE, instrument
 class Probes:
     """The probe keys the candidate's code reached since the last `take`."""
 
-    def __init__(self, filename: str) -> None:
-        self.filename = filename
+    def __init__(self) -> None:
+        self.filename = ""
         self.seen: set[int] = set()
         self._patched = False
 
-    def load(self, module: ModuleType, source: str) -> None:
-        """Execute the candidate module from `source` with probes in its host functions (the caller holds
-        the guard under which candidate code runs)."""
+    def load(self, module: ModuleType, source: str, filename: str) -> None:
+        """Execute the candidate module from `source` (its file `filename`) with probes in its host functions
+        (`fitness.sandbox.runner.Runner.load` calls this under the guard candidate code runs under)."""
+        self.filename = filename
         tree = instrument(ast.parse(source), kernel=False)
         module.__dict__[PROBE] = self.seen.add  # a C method: a probe costs one call, no Python frame
         self._patch_interpreter()
