@@ -30,3 +30,9 @@ def test_a_module_that_does_not_parse_is_still_a_candidate():
 def test_round_trip_through_dict():
     c = Candidate.from_source(SRC)
     assert Candidate.from_dict(c.to_dict()) == c
+
+
+def test_an_annotated_params_literal_is_read_as_params():
+    # `PARAMS: dict = {...}` was read as no PARAMS: its defaults silently ignored
+    assert module_literal('PARAMS: dict = {"BLOCK": 64}\n', "PARAMS") == {"BLOCK": 64}
+    assert module_literal("PARAMS: dict\n", "PARAMS") is None

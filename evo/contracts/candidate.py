@@ -137,9 +137,11 @@ def module_literal(source: str, name: str) -> Any:
     """
     value = None
     for node in parse_module(source).body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == name for t in node.targets
-        ):
+        # `PARAMS = {...}` and `PARAMS: dict = {...}` alike (an annotated one was read as no PARAMS)
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) and node.value is not None else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            assert isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
             try:
                 value = ast.literal_eval(node.value)
             except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
