@@ -96,7 +96,11 @@ def _write_ablation(tmp: Path) -> Path:
     ablation = {
         "name": "tiny", "base": "base.yaml", "baseline": "stoke", "seeds": [0, 1],
         "budget": {"generations": 2}, "output_dir": str(tmp / "out"),
-        "variants": {"llm": {"mutators": [llm]}, "stoke": {"mutators": [stoke]}},
+        # the llm variant keeps a STOKE chain beside the replayed LLM: the record holds replies for the seed
+        # only, so once they are used up an llm-only island evaluates nothing, and a run resumed in such a
+        # generation has nothing for the quits below to interrupt (how far the first stop lets a run get
+        # depends on how long its evaluations take)
+        "variants": {"llm": {"mutators": [llm, stoke]}, "stoke": {"mutators": [stoke]}},
     }
     path = tmp / "tiny.yaml"
     path.write_text(yaml.safe_dump(ablation, sort_keys=False))
