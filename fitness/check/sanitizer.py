@@ -102,11 +102,7 @@ class Sanitizer:
             finally:
                 sanitizer.launch = outer
 
-        def getitem(fn_self: Any, grid: Any) -> Callable[..., Any]:
-            return lambda *args, **kwargs: run(fn_self, *args, grid=grid, **kwargs)
-
-        self._patches.set(interp.InterpretedFunction, "run", run)
-        self._patches.set(interp.InterpretedFunction, "__getitem__", getitem)
+        self._patches.launches(run)
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -127,6 +127,14 @@ def _encode_constexpr(v: Any) -> Any:
     return {"repr": repr(v)}
 
 
+def bind_launch(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A launch's arguments by parameter name (defaults filled in), and its launch options (num_warps...)."""
+    sig = inspect.signature(fn.fn)
+    bound = sig.bind(*args, **{k: v for k, v in kwargs.items() if k in sig.parameters})
+    bound.apply_defaults()
+    return dict(bound.arguments), {k: v for k, v in kwargs.items() if k in OPTIONS}
+
+
 def compile_spec(fn: Any, bound: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     """The specialization Triton's launcher would compile for these arguments (integers equal to 1
     become constants; pointers and integers divisible by 16 are marked so, unless the kernel opts out)."""
@@ -219,8 +227,6 @@ class LaunchProfiler:
         self.seconds = 0.0
 
     def __enter__(self) -> LaunchProfiler:
-        from triton.runtime.interpreter import InterpretedFunction
-
         profiler = self
         self._patches = Patches()
 
@@ -228,23 +234,14 @@ class LaunchProfiler:
             if not warmup:
                 profiler.record(fn_self, args, kwargs, grid)
 
-        def getitem(fn_self: Any, grid: Any) -> Callable[..., None]:
-            # kernel[grid](...) reaches `run` in recent Triton, a grid executor directly in older ones
-            return lambda *args, **kwargs: run(fn_self, *args, grid=grid, **kwargs)
-
-        self._patches.set(InterpretedFunction, "run", run)
-        self._patches.set(InterpretedFunction, "__getitem__", getitem)
+        self._patches.launches(run)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._patches.restore()
 
     def record(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grid_arg: Any) -> None:
-        sig = inspect.signature(fn.fn)
-        options = {k: v for k, v in kwargs.items() if k in OPTIONS}
-        bound_sig = sig.bind(*args, **{k: v for k, v in kwargs.items() if k in sig.parameters})
-        bound_sig.apply_defaults()
-        bound = dict(bound_sig.arguments)
+        bound, options = bind_launch(fn, args, kwargs)
         grid = normalize_grid(tuple(grid_arg(bound) if callable(grid_arg) else grid_arg))
         self.recorded.append(_Launch(fn, bound, grid, options))
 

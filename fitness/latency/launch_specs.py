@@ -6,9 +6,8 @@ helper inside a kernel)."""
 
 from __future__ import annotations
 
-import inspect
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,7 +19,7 @@ def recording(specs: list[dict[str, Any]]) -> Iterator[None]:
     """Append to `specs` the specialization of every kernel launch made inside (each distinct one once)."""
     from triton.runtime import interpreter
 
-    from fitness.latency.interp_profile import OPTIONS, compile_spec
+    from fitness.latency.interp_profile import bind_launch, compile_spec
 
     original = interpreter.InterpretedFunction.run
     seen: set[str] = set()
@@ -28,11 +27,7 @@ def recording(specs: list[dict[str, Any]]) -> Iterator[None]:
     def run(fn_self: Any, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
         if not warmup:
             try:
-                sig = inspect.signature(fn_self.fn)
-                bound = sig.bind(*args, **{k: v for k, v in kwargs.items() if k in sig.parameters})
-                bound.apply_defaults()
-                options = {k: v for k, v in kwargs.items() if k in OPTIONS}
-                spec = compile_spec(fn_self, dict(bound.arguments), options)
+                spec: dict[str, Any] | None = compile_spec(fn_self, *bind_launch(fn_self, args, kwargs))
             except (TypeError, ValueError):
                 spec = None  # the launch itself will fail and say why
             if spec is not None:
@@ -42,12 +37,8 @@ def recording(specs: list[dict[str, Any]]) -> Iterator[None]:
                     specs.append(spec)
         return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
 
-    def getitem(fn_self: Any, grid: Any) -> Callable[..., Any]:
-        return lambda *args, **kwargs: run(fn_self, *args, grid=grid, **kwargs)
-
     patches = Patches()
-    patches.set(interpreter.InterpretedFunction, "run", run)
-    patches.set(interpreter.InterpretedFunction, "__getitem__", getitem)
+    patches.launches(run)
     try:
         yield
     finally:

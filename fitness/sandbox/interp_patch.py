@@ -29,6 +29,16 @@ class Patches:
         d[key] = value
         self._undo.append(lambda: d.__setitem__(key, old) if had else d.pop(key, None))
 
+    def launches(self, run: Callable[..., Any]) -> None:
+        """Route every kernel launch through `run(fn, *args, grid=..., warmup=False, **kwargs)`, in place of
+        ``InterpretedFunction.run``: ``kernel[grid](...)`` reaches ``run`` in recent Triton, a grid executor
+        directly in older ones, so ``__getitem__`` is routed too."""
+        from triton.runtime.interpreter import InterpretedFunction
+
+        self.set(InterpretedFunction, "run", run)
+        self.set(InterpretedFunction, "__getitem__",
+                 lambda fn_self, grid: lambda *args, **kwargs: run(fn_self, *args, grid=grid, **kwargs))
+
     def restore(self) -> None:
         while self._undo:
             self._undo.pop()()
