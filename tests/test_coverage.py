@@ -208,4 +208,32 @@ def test_a_path_split_with_no_branch_is_crossed(softmax, threshold):
     # threshold the code compares with shows it
     assert "scale = 1.0 - 0.25 * (" in WHERE_PAST
     r = softmax.evaluate(Candidate.from_source(WHERE_PAST % (threshold, "cols > LIMIT")))
-    assert r.status is Status.WRONG_OUTPUT and f"which the check chose to go past {threshold}" in r.reason, r.reason
+    assert r.status is Status.WRONG_OUTPUT and f"which the check chose to reach {threshold + 1}" in r.reason, r.reason
+
+
+@pytest.mark.parametrize(("condition", "reached"), [
+    ("cols // 100 > LIMIT // 100", None),  # a step of an integer division
+    ("triton.cdiv(cols, 128) > LIMIT // 128", None),
+    ("(cols > 100) & (cols < 200)", 101),  # each comparison went both ways in the check, the pair never held
+    ("not (cols <= LIMIT or cols == 9999)", None),
+    ("min(cols, 2 * LIMIT) * 3 >= 3 * LIMIT + 3", None),
+])
+def test_a_split_behind_arithmetic_or_a_combination_is_solved_and_crossed(softmax, condition, reached):
+    limit = 4101
+    r = softmax.evaluate(Candidate.from_source(WHERE_PAST % (limit, condition)))
+    assert r.status is Status.WRONG_OUTPUT and "which the check chose to reach" in r.reason, (condition, r.reason)
+    if reached:
+        assert f"to reach {reached}," in r.reason, r.reason
+
+
+WRONG_ROW = WHERE_PAST.replace("    row = tl.program_id(0)\n",
+                               "    row = tl.program_id(0)\n    scale = tl.where(%s, 0.5, 1.0)\n")
+
+
+def test_a_wrong_program_is_reached_by_a_size_that_holds_it(softmax):
+    # program 200 of a grid over rows, found as a window of an integer division: the size tried has 201 rows
+    source = WRONG_ROW % ("row // 8 == 25", 4101, "cols < 0")
+    r = softmax.evaluate(Candidate.from_source(source))
+    assert r.status is Status.WRONG_OUTPUT and '"rows":201' in r.reason and "to reach 200," in r.reason, r.reason
+    honest = softmax.evaluate(Candidate.from_source(source.replace("0.5, 1.0", "1.0, 1.0")))
+    assert honest.ok and '"rows":201' in honest.reason, honest.reason

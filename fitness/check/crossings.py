@@ -2,61 +2,122 @@
 
 A path can split without a line of its own: ``tl.where(n_cols > 8192, a, b)``, ``scale = 1.0 - 0.5 *
 (n > LIMIT)``, a mask on a size. Where the code compares a value with a threshold fixed for the candidate
-(an integer expression of literals, meta-parameters and module constants: `fitness.check.thresholds`)
-and no check size of some free dimension lies past it, the check also runs a small check size with that
-dimension one past it (at most `MAX_CROSSINGS` sizes, cheapest first), checked like a check size. A
-wrong result there is the verdict, at a size the check chose.
+(an integer expression of literals, meta-parameters and module constants: `fitness.check.thresholds`),
+the values of the other side at which the outcome changes are solved for where it is arithmetic of one
+unknown (`fitness.check.change_points`: ``n_cols // 100 > 21`` turns at 2200), else taken one past the
+threshold. Where no check size of some free dimension reaches such a value, the check also runs a small
+check size with that dimension at it (one more for an index: rows 201 hold row 200; at most
+`MAX_CROSSINGS` sizes, cheapest first), checked like a check size. A wrong result there is the verdict,
+at a size the check chose.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import itertools
+
+import numpy as np
 
 from evo.contracts.candidate import Candidate
 from evo.contracts.task import Size, Task, size_key
+from fitness.check.change_points import DOMAIN, change_points, is_condition, outcomes
 from fitness.check.fixed import reachable
 from fitness.check.thresholds import LARGEST_THRESHOLD, MAX_ELEMENTS, base_size, constants, cost, value
 
 MAX_CROSSINGS = 4
 
 
-def compared(candidate: Candidate) -> list[tuple[int, int]]:
-    """(threshold, line) of every comparison in the code ``launch`` reaches between a value fixed for the
-    candidate and one that is not."""
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """A condition's outcomes over its unknown's values (`fitness.check.change_points`), or only the value
+    one past a threshold (`outcome` None) where its arithmetic could not be followed."""
+
+    line: int
+    index: bool  # the unknown is built from a program id or an arange: a size of n holds 0 .. n - 1
+    outcome: np.ndarray | None = None
+    past: int = 0
+
+    def first_unseen(self, seen_sizes: list[int]) -> int | None:
+        """The first value at which the outcome differs from every outcome the sizes `seen_sizes` of the
+        unknown's dimension gave (None when none does): the value a size must take or hold."""
+        if self.outcome is None:
+            return self.past if max(seen_sizes, default=0) < self.past else None
+        if self.index:
+            largest = max(seen_sizes, default=0)
+            seen = set(np.unique(self.outcome[:min(largest, DOMAIN)]).tolist())
+        else:
+            seen = {bool(self.outcome[v]) for v in seen_sizes if 0 <= v < DOMAIN}
+        for point in change_points(self.outcome):
+            if bool(self.outcome[point]) not in seen and 2 <= point <= LARGEST_THRESHOLD + 1:
+                return int(point)
+        return None
+
+
+def compared(candidate: Candidate) -> list[Split]:
+    """Every condition in the code ``launch`` reaches on a value not fixed for the candidate: each
+    comparison and each boolean combination of them, solved for the one unknown where its arithmetic
+    allows, else (a comparison with a fixed side) one past the fixed side."""
     tree = ast.parse(candidate.source)
     names = constants(candidate, tree)
     live = reachable(tree)
-    out: list[tuple[int, int]] = []
+    out: list[Split] = []
     for fn in tree.body:
         if not (isinstance(fn, ast.FunctionDef) and fn.name in live):
             continue
+        assigned = _assignments(fn)
         for node in ast.walk(fn):
-            if not isinstance(node, ast.Compare):
+            if not (isinstance(node, ast.expr) and is_condition(node)):
                 continue
-            operands = [node.left, *node.comparators]
-            for a, b in itertools.pairwise(operands):
-                va, vb = value(a, names), value(b, names)
-                if (va is None) != (vb is None):
-                    t = va if va is not None else vb
-                    if t is not None and 1 <= t <= LARGEST_THRESHOLD:
-                        out.append((t, node.lineno))
-    return sorted(set(out))
+            solved = outcomes(node, names)
+            if solved is not None:
+                truth, unknown = solved
+                out.append(Split(node.lineno, _is_index(unknown, assigned), truth))
+            elif isinstance(node, ast.Compare):
+                for a, b in itertools.pairwise([node.left, *node.comparators]):
+                    va, vb = value(a, names), value(b, names)
+                    t = va if vb is None else vb
+                    if (va is None) != (vb is None) and t is not None and 1 <= t <= LARGEST_THRESHOLD:
+                        out.append(Split(node.lineno, False, past=t + 1))
+    return out
+
+
+def _assignments(fn: ast.FunctionDef) -> dict[str, list[str]]:
+    """The text of every value assigned to each local name of `fn`."""
+    out: dict[str, list[str]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                for name in ast.walk(t):
+                    if isinstance(name, ast.Name):
+                        out.setdefault(name.id, []).append(ast.unparse(node.value))
+    return out
+
+
+def _is_index(text: str, assigned: dict[str, list[str]], seen: frozenset[str] = frozenset()) -> bool:
+    """Whether `text` is built from a program id or an ``arange`` (an index, which a size must exceed to
+    take: rows 201 hold row 200), following local assignments."""
+    if "program_id" in text or "arange" in text:
+        return True
+    names = {n.id for n in ast.walk(ast.parse(text, mode="eval")) if isinstance(n, ast.Name)} - seen
+    return any(_is_index(v, assigned, seen | names) for n in names for v in assigned.get(n, []))
 
 
 def crossing_sizes(task: Task, candidate: Candidate) -> list[tuple[Size, int, int]]:
-    """(size, threshold, line) to try: a free dimension of the small check size moved one past a compared
-    threshold no check size of that dimension lies past; cheapest first, at most `MAX_CROSSINGS`."""
+    """(size, value, line) to try: a free dimension of the small check size moved to the first value at
+    which a condition takes an outcome no check size of that dimension gave it (holding that value, for an
+    index); cheapest first, at most `MAX_CROSSINGS`."""
     base, free = base_size(task)
     known = {size_key(s) for s in task.check_sizes}
     found: dict[str, tuple[Size, int, int]] = {}
-    for t, line in compared(candidate):
+    for split in compared(candidate):
         for dim in free:
-            largest = max((int(s[dim]) for s in task.check_sizes if dim in s), default=0)
-            if largest > t:
+            change = split.first_unseen([int(s[dim]) for s in task.check_sizes if dim in s])
+            if change is None:
                 continue
-            size = {**base, dim: t + 1}
+            size = {**base, dim: change + 1 if split.index else change}
             key = size_key(size)
             if key not in known and key not in found and cost(size) <= MAX_ELEMENTS:
-                found[key] = (size, t, line)
+                found[key] = (size, change, split.line)
     return sorted(found.values(), key=lambda f: cost(f[0]))[:MAX_CROSSINGS]

@@ -1,0 +1,74 @@
+"""Where a condition on one unknown changes outcome (`fitness.check.change_points`), against the outcome
+computed value by value, and which conditions the crossings take (`fitness.check.crossings`)."""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evo.contracts.candidate import Candidate
+from fitness.check.change_points import change_points, outcomes
+from fitness.check.crossings import compared
+
+
+def solved(text: str, names: dict[str, int] | None = None) -> tuple[list[int], str] | None:
+    out = outcomes(ast.parse(text, mode="eval").body, names or {})
+    return None if out is None else ([int(p) for p in change_points(out[0])], out[1])
+
+
+def test_the_values_where_a_condition_turns_are_solved_for_its_one_unknown():
+    assert solved("n_cols // 100 > 21") == ([2200], "n_cols")
+    assert solved("row // 8 == 25") == ([200, 208], "row")
+    assert solved("(n > 100) & (n < 200)") == ([101, 200], "n")
+    assert solved("x.shape[1] > LIMIT", {"LIMIT": 4100}) == ([4101], "x.shape[1]")
+    assert solved("triton.cdiv(n, BLOCK) > 4", {"BLOCK": 128}) == ([513], "n")
+    assert solved("not (n <= 7 or n == 9)") == ([8, 9, 10], "n")
+    assert solved("tl.program_id(0) * 2 + 1 >= 41") == ([20], "tl.program_id(0)")
+
+
+def test_a_condition_with_no_unknown_two_or_arithmetic_not_followed_is_not_solved():
+    assert solved("BLOCK > 64", {"BLOCK": 128}) is None  # fixed: dead code, not a split
+    assert solved("a > b") is None
+    assert solved("n * m > 4096") is None
+    assert solved("n // ZERO > 1", {"ZERO": 0}) is None
+    assert solved("n ** 8 > 1") is None  # past the cube, int64 overflows over the domain
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(div=st.integers(1, 300), mul=st.integers(1, 9), add=st.integers(-500, 500), t=st.integers(0, 20000),
+       op=st.sampled_from([">", ">=", "<", "<=", "==", "!="]), mod=st.integers(0, 700))
+def test_solved_change_points_are_those_of_the_condition_evaluated_value_by_value(div, mul, add, t, op, mod):
+    text = f"(n // {div} * {mul} + {add}) % {mod} {op} {t}" if mod else f"n // {div} * {mul} + {add} {op} {t}"
+    got = solved(text)
+    assert got is not None and got[1] == "n"
+    window = 25000
+    code = compile(text, "<condition>", "eval")
+    truth = np.array([eval(code, {}, {"n": n}) for n in range(window)])
+    expected = [int(p) for p in np.flatnonzero(truth[1:] != truth[:-1]) + 1]
+    assert [p for p in got[0] if p < window] == expected
+
+
+def test_the_crossings_know_an_index_from_a_count():
+    source = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _k(x_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    row = pid
+    tl.store(x_ptr + row, tl.where(row // 8 == 25, 1.0, 0.0), mask=n // 100 > 21)
+
+
+def launch(x):
+    _k[(x.shape[0],)](x, x.shape[0], BLOCK=16)
+'''
+    found = compared(Candidate.from_source(source))
+    index = [s for s in found if s.index]
+    count = [s for s in found if not s.index]
+    assert index and index[0].outcome is not None and list(change_points(index[0].outcome)) == [200, 208]
+    assert count and any(s.outcome is not None and list(change_points(s.outcome)) == [2200] for s in count)
