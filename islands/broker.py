@@ -8,6 +8,14 @@ is in flight. The broker hands work to idle evaluator actors (one per GPU on a c
 candidate on the replacement) or stops answering (a `timeout` verdict). It runs on the driver's
 node, where the run directory is.
 
+Placement: the broker asks Ray for its evaluators at once and the campaign begins with those that have
+started (`wait_started`, `begin`); the others join whenever Ray can place them (a node that comes up, a
+GPU freed), as ``evaluator_joined`` events. `placement` says what they wait for: the resources each
+needs and, per node, what it has. When the count was not set it follows the cluster (`BrokerSpec.follow`):
+every `WATCH_S` the broker asks for evaluators for the GPUs of nodes that joined. A dead evaluator's
+replacement is asked for the same way, so the campaign goes on with the others while a lost node's
+evaluators wait for room elsewhere.
+
 Compile ahead (`BrokerSpec.compile_ahead` preparers per evaluator node, `fitness.prepare`): a
 candidate first goes to an idle preparer, which lints it (a lint failure is its verdict) and, on a
 GPU node, compiles its kernels into the node's shared Triton cache; then to an idle evaluator, one on
@@ -38,6 +46,7 @@ from islands.evaluator_actor import EvaluatorActor, EvaluatorInfo, EvaluatorSpec
 from islands.runtime import Runtime
 
 PREPARER_START_S = 120.0
+WATCH_S = 5.0  # how often the broker looks for nodes that joined
 
 
 class BrokerError(RuntimeError):
@@ -47,7 +56,7 @@ class BrokerError(RuntimeError):
 @dataclass(frozen=True)
 class BrokerSpec:
     evaluator: EvaluatorSpec
-    count: int
+    count: int  # evaluators to start with (all of them, once Ray can place them)
     num_cpus: float
     num_gpus: float
     task_key: str
@@ -55,6 +64,8 @@ class BrokerSpec:
     actor_timeout_s: float  # an evaluator that does not answer within this is killed and replaced
     start_timeout_s: float = 600.0
     compile_ahead: int = 0  # preparers per node with evaluators (0: candidates go straight to evaluators)
+    # "GPU" (or "CPU"): the count was not set, so it follows the cluster: nodes that join get evaluators
+    follow: str = ""
 
 
 class IdleActors:
@@ -104,47 +115,136 @@ class EvaluationBroker:
         # token -> (candidate id, level, since, the model's estimate of a full run's CPU seconds)
         self._running: dict[int, tuple[str, str, float, float | None]] = {}
         self._tokens = 0
+        self._pending: dict[str, float] = {}  # evaluators asked for and not started: name -> when asked
+        self._changed = asyncio.Event()  # an evaluator started or failed to
+        self._error: BrokerError | None = None  # why no evaluator can start
+        self._started = False  # the campaign began (`begin`)
+        self._gone = ""  # why the last evaluator could not be replaced
+        self._tasks: set[asyncio.Future[Any]] = set()
 
     @property
     def device(self) -> str:
         return self.ledger.device
 
-    async def _spawn(self) -> tuple[Any, EvaluatorInfo]:
+    def _ask(self) -> None:
+        """Ask the runtime for one more evaluator actor; it joins the idle pool once it has started,
+        whenever Ray can place it (`_joined`)."""
         name = f"evaluator-{self._spawned}"
         self._spawned += 1
         actor = self.rt.actor(EvaluatorActor, self.spec.evaluator, name, name=name, num_cpus=self.spec.num_cpus,
                               num_gpus=self.spec.num_gpus)
         self.actors[name] = actor
-        try:
-            info: EvaluatorInfo = await asyncio.wait_for(_awaitable(actor.info.remote()), self.spec.start_timeout_s)
-        except Exception as e:
-            if self.rt.timed_out(e):
-                self.rt.kill(actor)
-                raise BrokerError(f"{name} did not start within {self.spec.start_timeout_s:.0f} s "
-                                  f"(resources free: {self.rt.resources()})") from None
-            if self.rt.died(e) or self.rt.failed(e):
-                raise BrokerError(f"{name} failed to start: {e}") from None
-            raise
-        if info.task_key != self.spec.task_key:
-            raise BrokerError(f"{name} on node {info.node_id[:8]} built task {info.task_key}, the driver "
-                              f"{self.spec.task_key}: the task files differ between nodes")
-        if self.device and info.device != self.device:
-            raise BrokerError(f"{name} evaluates on {info.device}, the others on {self.device}")
-        self.ledger.device = info.device
-        return actor, info
+        self._pending[name] = time.monotonic()
+        task = asyncio.ensure_future(self._joined(name, actor))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
-    async def start(self) -> list[EvaluatorInfo]:
-        """Start the evaluator actors; returns where each one was placed."""
-        started = await asyncio.gather(*(self._spawn() for _ in range(self.spec.count)))
-        for actor, info in started:
-            self.idle.put_nowait((actor, info))
-            self.stats.evaluators.append(info)
-        self.stats.slots = self.spec.count
+    async def _joined(self, name: str, actor: Any) -> None:
+        try:
+            info: EvaluatorInfo = await _awaitable(actor.info.remote())
+        except Exception as e:
+            self._pending.pop(name, None)
+            self.actors.pop(name, None)
+            if not (self.rt.died(e) or self.rt.failed(e)):
+                raise
+            self._not_started(name, f"{name} failed to start: {_last_line(e)}")
+            return
+        self._pending.pop(name, None)
+        wrong = ""
+        if info.task_key != self.spec.task_key:
+            wrong = (f"{name} on node {info.node_id[:8]} built task {info.task_key}, the driver "
+                     f"{self.spec.task_key}: the task files differ between nodes")
+        elif self.device and info.device != self.device:
+            wrong = f"{name} evaluates on {info.device}, the others on {self.device}"
+        if wrong:
+            self.rt.kill(actor)
+            self.actors.pop(name, None)
+            self._not_started(name, wrong)
+            return
+        self.ledger.device = info.device
+        self.stats.evaluators.append(info)
+        self.stats.slots = len(self.stats.evaluators)
+        if self._started:  # after the campaign began: a node that joined, or a replacement placed at last
+            self.events.append({"kind": "evaluator_joined", "name": name, "node": info.node_id, "time": time.time(),
+                                "pid": info.pid, "evaluators": len(self.stats.evaluators)})
+        self.idle.put_nowait((actor, info))
+        self._changed.set()
+
+    def _not_started(self, name: str, why: str) -> None:
+        """An evaluator that will never serve: fatal while none has started (the campaign cannot begin),
+        an event afterwards (the others go on)."""
+        if not self.stats.evaluators and not self._started:
+            self._error = self._error or BrokerError(why)
+        else:
+            self.events.append({"kind": "evaluator_unavailable", "name": name, "why": why, "time": time.time()})
+            if not self.stats.evaluators and not self._pending:
+                self._gone = why
+                self.idle.close()  # nothing will serve the candidates waiting for an evaluator
+        self._changed.set()
+
+    def placement(self) -> dict[str, Any]:
+        """What the broker waits for: evaluators asked for and not started, the resources each needs, and
+        per node what it has in all and how many evaluators would fit there."""
+        need = {"CPU": self.spec.num_cpus, **({"GPU": self.spec.num_gpus} if self.spec.num_gpus else {})}
+        nodes = []
+        for n in self.rt.nodes():
+            res = n["resources"]
+            fits = min((int(res.get(k, 0.0) // v) for k, v in need.items() if v > 0), default=0)
+            nodes.append({"node": str(n["id"])[:8], "address": n["address"], "fits": fits,
+                          **{k: res.get(k, 0.0) for k in ("CPU", "GPU")}})
+        return {"waiting": len(self._pending), "started": len(self.stats.evaluators), "each_needs": need,
+                "free": {k: v for k, v in self.rt.resources().items() if k in ("CPU", "GPU")}, "nodes": nodes,
+                "longest_wait_s": round(max((time.monotonic() - t for t in self._pending.values()), default=0.0), 1)}
+
+    def _wanted(self) -> int:
+        """Evaluators to keep: the count asked for, or, when it follows the cluster (`BrokerSpec.follow`),
+        one per such resource the live nodes have (at least the count asked for)."""
+        if not self.spec.follow:
+            return self.spec.count
+        per = self.spec.num_gpus if self.spec.follow == "GPU" else self.spec.num_cpus
+        total = sum(n["resources"].get(self.spec.follow, 0.0) for n in self.rt.nodes())
+        return max(self.spec.count, int(total // per) if per > 0 else 0)
+
+    async def _watch(self) -> None:
+        """Ask for evaluators for the resources of nodes that joined (`_wanted`), every `WATCH_S`."""
+        while True:
+            await asyncio.sleep(WATCH_S)
+            try:
+                wanted = self._wanted()
+            except Exception:  # the cluster's state is briefly unreadable (a node going away): next time
+                continue
+            for _ in range(wanted - len(self.stats.evaluators) - len(self._pending)):
+                self._ask()
+
+    async def start(self) -> None:
+        """Ask for the evaluator actors (and watch the cluster for more, when the count follows it); returns
+        at once: `wait_started` says which have started and what the rest wait for."""
+        for _ in range(self.spec.count):
+            self._ask()
+        if self.spec.follow:
+            self._tasks.add(asyncio.ensure_future(self._watch()))
+
+    async def wait_started(self, timeout_s: float, known: int = 0) -> tuple[list[EvaluatorInfo], dict[str, Any]]:
+        """(the evaluators started, `placement()`) once more than `known` have started (or one failed to), at
+        once when none is pending, or after `timeout_s`. Raises `BrokerError` when none can ever start."""
+        if self._pending and self._error is None and len(self.stats.evaluators) <= known:
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), timeout_s)
+            except asyncio.TimeoutError:
+                pass
+        if self._error is not None:
+            raise self._error
+        return list(self.stats.evaluators), self.placement()
+
+    async def begin(self) -> None:
+        """The campaign begins with the evaluators started so far; those that start later are events
+        (``evaluator_joined``). Compile-ahead preparers are started for their nodes."""
+        self._started = True
         if self.spec.compile_ahead > 0:
-            nodes = sorted({info.node_id for _, info in started})
+            nodes = sorted({info.node_id for info in self.stats.evaluators})
             await asyncio.gather(*(self._spawn_preparer(node, i) for node in nodes
                                    for i in range(self.spec.compile_ahead)))
-        return [info for _, info in started]
 
     async def _spawn_preparer(self, node: str, i: int) -> None:
         name = f"preparer-{node[:8]}-{i}"
@@ -232,7 +332,8 @@ class EvaluationBroker:
         hangs = 0
         while True:
             taken = await self.idle.get(prefer=node)
-            assert taken is not None  # the evaluators' pool is never closed: a dead evaluator is replaced
+            if taken is None:
+                raise BrokerError(f"no evaluator is left: {self._gone}")
             actor, info = taken
             start = time.monotonic()
             try:
@@ -251,7 +352,7 @@ class EvaluationBroker:
                 return evaluation, seconds, info.name
             if self.rt.timed_out(failure):
                 self.rt.kill(actor)
-                await self._replace(info, f"no answer within {self.spec.actor_timeout_s:.0f} s on {c.id}")
+                self._replace(info, f"no answer within {self.spec.actor_timeout_s:.0f} s on {c.id}")
                 hangs += 1
                 incidents.append(f"evaluator {info.name} did not answer within {self.spec.actor_timeout_s:.0f} s "
                                  "(killed and replaced)")
@@ -262,7 +363,7 @@ class EvaluationBroker:
                 return (self._failed(c, level, Status.TIMEOUT, reason).with_(incidents=incidents),
                         time.monotonic() - start, info.name)
             if self.rt.died(failure):
-                await self._replace(info, f"died while evaluating {c.id}")
+                self._replace(info, f"died while evaluating {c.id}")
                 incidents.append(f"evaluator {info.name} died during the evaluation (replaced)")
                 if len(incidents) - hangs < deaths_allowed:
                     continue
@@ -273,15 +374,18 @@ class EvaluationBroker:
             reason = f"the evaluator raised {str(failure).strip().splitlines()[-1]}"
             return self._failed(c, level, Status.CRASH, reason), 0.0, info.name
 
-    async def _replace(self, dead: EvaluatorInfo, why: str) -> None:
+    def _replace(self, dead: EvaluatorInfo, why: str) -> None:
+        """Ask for an evaluator in place of `dead`; the work goes on with the others meanwhile (the
+        replacement joins when Ray places it: at once where the dead one's resources are free again,
+        later where its node was lost)."""
         self.actors.pop(dead.name, None)
         self.stats.replaced += 1
         self.stats.evaluators = [e for e in self.stats.evaluators if e.name != dead.name]
-        actor, info = await self._spawn()
-        self.stats.evaluators.append(info)
+        self.stats.slots = len(self.stats.evaluators)
+        replacement = f"evaluator-{self._spawned}"
+        self._ask()
         self.events.append({"kind": "evaluator_replaced", "dead": dead.name, "pid": dead.pid, "why": why,
-                            "replacement": info.name, "time": time.time()})
-        self.idle.put_nowait((actor, info))
+                            "node": dead.node_id, "replacement": replacement, "time": time.time()})
 
     async def get_stats(self) -> EvaluationStats:
         """The figures so far (wall seconds of work in progress included)."""
@@ -316,6 +420,13 @@ class EvaluationBroker:
 
     async def shutdown(self) -> None:
         """Close the evaluators' workers and end the evaluator actors."""
+        for task in list(self._tasks):
+            task.cancel()
+        for name in list(self._pending):  # never started: nothing to close
+            actor = self.actors.pop(name, None)
+            if actor is not None:
+                self.rt.kill(actor)
+        self._pending.clear()
         actors = list(self.actors.values())
         self.actors.clear()
         await asyncio.gather(*(self._close(a) for a in actors))
@@ -326,6 +437,11 @@ class EvaluationBroker:
         except Exception:
             pass  # it is killed next either way
         self.rt.kill(actor)
+
+
+def _last_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[-1] if lines else type(e).__name__
 
 
 async def _awaitable(ref: Any) -> Any:

@@ -214,6 +214,9 @@ class LocalRuntime:
     def resources(self) -> dict[str, float]:
         return {"CPU": float(os.cpu_count() or 1)}
 
+    def nodes(self) -> list[dict[str, Any]]:
+        return [{"id": "local", "address": "127.0.0.1", "resources": self.resources()}]
+
     def died(self, e: BaseException) -> bool:
         return isinstance(e, LocalActorDied)
 

@@ -44,6 +44,13 @@ class RayRuntime:
 
         return {k: float(v) for k, v in ray.available_resources().items()}
 
+    def nodes(self) -> list[dict[str, Any]]:
+        import ray
+
+        return [{"id": n["NodeID"], "address": n.get("NodeManagerAddress", ""),
+                 "resources": {k: float(v) for k, v in n.get("Resources", {}).items()}}
+                for n in ray.nodes() if n.get("Alive")]
+
     def died(self, e: BaseException) -> bool:
         """The actor is gone: it died, or Ray's memory monitor killed its worker (an `OutOfMemoryError`,
         not a `RayActorError`, though the actor is as dead: it is restored or replaced like any other)."""

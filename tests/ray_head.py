@@ -37,7 +37,8 @@ def free_ports(n: int) -> list[int]:
 
 
 class RayHead:
-    def __init__(self, *, num_cpus: int = 2, num_gpus: int = 0, dashboard: bool = True) -> None:
+    def __init__(self, *, num_cpus: int = 2, num_gpus: int = 0, dashboard: bool = True, token: str = "") -> None:
+        self.token = token  # token authentication on, with this token (RAY_AUTH_TOKEN), when given
         self.tmp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths are length-limited
         self.ports = dict(zip(PORTS, free_ports(len(PORTS))))
         self.cmd = [
@@ -63,7 +64,10 @@ class RayHead:
         env = dict(os.environ)
         env["PATH"] = f"{Path(RAY).parent}:{env.get('PATH', '')}"
         env.pop("RAY_ADDRESS", None)
-        env["RAY_AUTH_MODE"] = "disabled"  # no token file written to (or read from) the home directory
+        if self.token:  # as every node of a cluster with token authentication, and its drivers
+            env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=self.token)
+        else:
+            env["RAY_AUTH_MODE"] = "disabled"  # no token file written to (or read from) the home directory
         return env
 
     def start(self, timeout: float = 120.0) -> RayHead:
@@ -132,6 +136,94 @@ class RayHead:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+NODE_PORTS = ("node-manager-port", "object-manager-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
+              "runtime-env-agent-port", "metrics-export-port")
+
+
+class RayNode:
+    """A worker node joined to a head (``ray start --address``): its own raylet, ports and temp dir, its
+    declared CPUs and GPUs and a custom resource named `label` (so a test can tell where actors ran).
+    `kill()` ends it as a machine disappears: every process of the node killed at once, no goodbye."""
+
+    def __init__(self, head: RayHead, label: str, *, num_cpus: int = 1, num_gpus: int = 0,
+                 env: dict[str, str] | None = None) -> None:
+        self.head, self.label = head, label
+        self.tmp = tempfile.mkdtemp(prefix="rn", dir="/tmp")
+        self.ports = dict(zip(NODE_PORTS, free_ports(len(NODE_PORTS))))
+        self.cmd = [
+            RAY, "start", f"--address={head.address}", "--block", "--node-ip-address=127.0.0.1",
+            f"--num-cpus={num_cpus}", f"--num-gpus={num_gpus}", f'--resources={{"{label}": 1}}',
+            "--disable-usage-stats", f"--temp-dir={self.tmp}",
+            *(f"--{name}={port}" for name, port in self.ports.items()),
+        ]
+        self.env = env if env is not None else head.env()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = Path(self.tmp) / "node.log"
+
+    def start(self, timeout: float = 120.0) -> RayNode:
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                                         start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                tail = self.log.read_text()[-3000:]
+                self.kill()
+                raise RuntimeError(f"ray start (node {self.label}) failed: {tail}")
+            if "Ray runtime started" in self.log.read_text(errors="replace"):
+                return self
+            time.sleep(0.5)
+        tail = self.log.read_text()[-3000:]
+        self.kill()
+        raise RuntimeError(f"ray node {self.label} not up within {timeout:.0f} s: {tail}")
+
+    def pids(self) -> list[int]:
+        """The node's processes: its `ray start`'s group and whatever runs from its temp dir or on its
+        node-manager port (the raylet, its workers)."""
+        marks = (self.tmp.encode(), f"--node_manager_port={self.ports['node-manager-port']}".encode())
+        out = []
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    cmdline = (d / "cmdline").read_bytes()
+                except OSError:
+                    continue
+                if any(m in cmdline for m in marks):
+                    out.append(int(d.name))
+        return out
+
+    def raylet_pid(self) -> int | None:
+        for pid in self.pids():
+            try:
+                if b"raylet" in (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")[0]:
+                    return pid
+            except OSError:
+                continue
+        return None
+
+    def kill(self) -> None:
+        """SIGKILL to every process of the node, at once."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in self.pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def stop(self) -> None:
+        self.kill()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 @contextmanager

@@ -118,6 +118,9 @@ def run_broker(tmp_path: Path, ahead: int, props: list[Proposal]) -> tuple[list[
     broker = start_broker(spec, rt)
     try:
         rt.get(broker.start.remote(), timeout=120)
+        infos, placement = rt.get(broker.wait_started.remote(120.0), timeout=180)
+        assert len(infos) == 1 and placement["waiting"] == 0
+        rt.get(broker.begin.remote(), timeout=120)
         answers = rt.get(broker.evaluate_many.remote(props, "full"), timeout=120)
         stats = rt.get(broker.get_stats.remote())
         events = rt.get(broker.drain_events.remote())

@@ -27,6 +27,7 @@ from evo.app.campaign_setup import (
 )
 from evo.app.executor import Session, open_session
 from evo.app.metrics import CampaignMetrics
+from evo.app.placement import wait_for_evaluators
 from evo.app.progress import Display, IslandRow, Totals, duration_words
 from evo.app.results import individual_summary, standalone_kernel
 from evo.app.signals import is_termination, terminate_as_interrupt
@@ -49,6 +50,7 @@ MAX_RESTORES_PER_ROUND = 3
 # A generation without news for this long says what is still in evaluation (a full run at the bench size
 # in Triton's interpreter can take many minutes on a CPU)
 HEARTBEAT_S = 180.0
+START_TIMEOUT_S = 600.0  # the longest the campaign waits for its first evaluator to start
 LEVEL_WORDS = {"quick": "in a quick check", "full": "in its check and latency",
                "verified": "in a full run at the bench size (a new best is verified before it counts)"}
 # causes of proposals that never became a candidate, as the progress lines and summary.json count them
@@ -141,9 +143,14 @@ class Campaign:
                                 self.hooks.preparer_factory, secrets.token_hex(8) if plan.compile_ahead else "")
         self.broker = start_broker(BrokerSpec(
             ev_spec, plan.count, plan.num_cpus, plan.num_gpus, self.p.task.key, str(self.store.history.path),
-            actor_timeout_s(self.cfg, self.p.task), compile_ahead=plan.compile_ahead), self.rt)
+            actor_timeout_s(self.cfg, self.p.task), compile_ahead=plan.compile_ahead, follow=plan.follow), self.rt)
         try:
-            infos = self.rt.get(self.broker.start.remote())
+            self.rt.get(self.broker.start.remote())
+            infos, _ = wait_for_evaluators(lambda s, known: self.rt.get(self.broker.wait_started.remote(s, known)),
+                                           START_TIMEOUT_S, self.display.message)
+            self.rt.get(self.broker.begin.remote())
+        except TimeoutError as e:
+            raise CampaignError(str(e)) from None
         except Exception as e:
             if self.rt.failed(e) or self.rt.died(e):
                 raise CampaignError(_last_line(e)) from None
@@ -344,6 +351,9 @@ class Campaign:
             self.store.events.append(event)
             if event.get("kind") == "evaluator_replaced":
                 self.display.message(f"{event['dead']} replaced by {event['replacement']}: {event['why']}")
+            elif event.get("kind") == "evaluator_joined":
+                self.display.message(f"{event['name']} joined on node {str(event['node'])[:8]} "
+                                     f"({event['evaluators']} evaluator(s) now)")
             else:  # a compile-ahead preparer that did not start or was dropped: evaluation goes on without it
                 self.display.message(f"{event.get('kind', 'event')}: {event.get('name')}: {event.get('why')}")
         self._migrate()

@@ -282,6 +282,7 @@ class EvaluatorPlan:
     num_gpus: float
     why: str
     compile_ahead: int = 0  # preparers per evaluator node
+    follow: str = ""  # "GPU" when the count was not set: nodes with GPUs that join get evaluators too
 
 
 def compile_ahead(cfg: Config, gpu: bool, free_cpus_per_node: float) -> int:
@@ -307,8 +308,10 @@ def evaluator_plan(cfg: Config) -> EvaluatorPlan:
         count = e.count or gpus
         gpu_nodes = max(1, sum(1 for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("GPU")))
         ahead = compile_ahead(cfg, True, (cpus - count * e.cpus_per_evaluator - 1) / gpu_nodes)
+        follows = "" if e.count else "; more for GPUs that join"
         return EvaluatorPlan(count, e.cpus_per_evaluator, 1.0, f"{count} GPU evaluator(s), one GPU each "
-                             f"(cluster: {gpus} GPU, {cpus} CPU){ahead_words(ahead)}", ahead)
+                             f"(cluster: {gpus} GPU, {cpus} CPU){ahead_words(ahead)}{follows}", ahead,
+                             follow="" if e.count else "GPU")
     count = e.count or max(1, int(cpus // e.cpus_per_evaluator))
     ahead = compile_ahead(cfg, False, 0)
     return EvaluatorPlan(count, e.cpus_per_evaluator, 0.0, f"{count} CPU evaluator(s) (cluster: {cpus} CPU, no GPU "

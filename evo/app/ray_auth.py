@@ -19,7 +19,7 @@ _VARS = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")
 _saved: dict[str, str | None] | None = None
 
 
-def _reload_ray_config() -> None:
+def reload_ray_config() -> None:
     """Ray reads its mode and token once per process; one imported already must read them again."""
     try:
         from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
@@ -37,7 +37,7 @@ def use_private_token() -> None:
     _saved = {k: os.environ.get(k) for k in _VARS}
     os.environ["RAY_AUTH_MODE"] = "token"
     os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
-    _reload_ray_config()
+    reload_ray_config()
 
 
 def restore() -> None:
@@ -51,4 +51,4 @@ def restore() -> None:
         else:
             os.environ[k] = v
     _saved = None
-    _reload_ray_config()
+    reload_ray_config()

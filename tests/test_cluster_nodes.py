@@ -1,0 +1,105 @@
+"""A campaign on a cluster of several Ray nodes on this machine: a head and worker nodes started as Ray
+starts them on a cluster (`ray start --head`, `ray start --address`), each its own raylet, ports and temp
+dir, with declared GPUs (the evaluators check in the interpreter under them) and a custom resource
+naming the node, token authentication on everywhere. The campaign begins with the evaluators Ray can
+place, says what the others wait for, and takes a node that joins while it runs."""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from evo.app.ray_auth import reload_ray_config
+from evo.contracts.history import MsgpackLog
+
+from .conftest import ROOT
+from .ray_head import RayHead, RayNode
+from .test_campaign_ray import assert_nothing_evaluated_twice, campaign, events, write_config
+
+pytestmark = pytest.mark.slow
+JOINED = re.compile(r"(evaluator-\d+) joined on node ")
+
+
+def wait_for(what: str, predicate: Callable[[], bool], timeout: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def node_id(label: str) -> str:
+    import ray
+
+    return next(n["NodeID"] for n in ray.nodes() if n.get("Alive") and label in n.get("Resources", {}))
+
+
+def evaluated_by(run_dir: Path) -> set[str]:
+    path = run_dir / "history.msgpack"
+    return {r["evaluator"] for r in MsgpackLog(path).read() if r["kind"] == "evaluation"} if path.exists() else set()
+
+
+def test_a_campaign_begins_with_what_ray_can_place_says_what_it_waits_for_and_takes_a_node_that_joins(
+        tmp_path, monkeypatch):
+    import ray
+
+    # node_a declares 2 GPUs and 1 CPU: the campaign wants one evaluator per GPU (1 CPU each), Ray places one
+    head = RayHead(num_cpus=1, num_gpus=0, dashboard=False, token=secrets.token_hex(16)).start()
+    nodes: list[RayNode] = []
+    try:
+        nodes.append(RayNode(head, "node_a", num_cpus=1, num_gpus=2).start())
+        for key in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
+            monkeypatch.setenv(key, head.env()[key])
+        reload_ray_config()  # Ray reads its mode and token once per process
+        ray.init(address=head.address, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+                 logging_level=logging.WARNING)
+        config = write_config(tmp_path, evaluation={"device": "auto", "timeout_s": 60}, evaluators={},
+                              islands={"count": 1, "population": 3, "offspring": 2}, budget={"generations": 100})
+        c, out = campaign(config)
+        trouble: list[BaseException] = []
+
+        def join_a_node() -> None:
+            try:
+                wait_for("the campaign to begin", lambda: "beginning with 1 evaluator(s)" in out.getvalue())
+                nodes.append(RayNode(head, "node_b", num_cpus=2, num_gpus=1).start())
+                wait_for("an evaluator on node_b", lambda: JOINED.search(out.getvalue()) is not None)
+                name = JOINED.search(out.getvalue())[1]  # type: ignore[index]
+                wait_for(f"an evaluation by {name}, which joined", lambda: name in evaluated_by(c.store.path))
+            except BaseException as e:  # reported by the test below
+                trouble.append(e)
+            finally:
+                c.request_stop()
+
+        helper = threading.Thread(target=join_a_node, daemon=True)
+        helper.start()
+        summary = c.run()
+        helper.join(timeout=60)
+        assert not trouble, f"{trouble[0]}\n{out.getvalue()[-4000:]}"
+        text = out.getvalue()
+        assert summary["status"] in ("finished", "interrupted"), text[-3000:]
+        # said before it began: what each evaluator needs and what the nodes have
+        said = text.split("beginning with 1 evaluator(s)", 1)[1].splitlines()[0]
+        assert "1 evaluator(s) not started yet: each needs 1 CPU, 1 GPU" in said, said
+        assert "room for 1" in said and "2 GPU" in said, said
+        joined = events(c.store.path, "evaluator_joined")
+        assert joined and joined[0]["node"] == node_id("node_b"), joined
+        start = events(c.store.path, "start")[0]
+        assert [e["node_id"] for e in start["evaluators"]] == [node_id("node_a")]
+        names = evaluated_by(c.store.path)
+        assert joined[0]["name"] in names and len(names) >= 2, names
+        records = [r for r in MsgpackLog(c.store.path / "history.msgpack").read() if r["kind"] == "evaluation"]
+        assert_nothing_evaluated_twice(records)
+    finally:
+        ray.shutdown()
+        monkeypatch.undo()
+        reload_ray_config()
+        for node in nodes:
+            node.stop()
+        head.stop()
