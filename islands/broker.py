@@ -14,7 +14,9 @@ GPU freed), as ``evaluator_joined`` events. `placement` says what they wait for:
 needs and, per node, what it has. When the count was not set it follows the cluster (`BrokerSpec.follow`):
 every `WATCH_S` the broker asks for evaluators for the GPUs of nodes that joined. A dead evaluator's
 replacement is asked for the same way, so the campaign goes on with the others while a lost node's
-evaluators wait for room elsewhere.
+evaluators wait for room elsewhere; the idle evaluators of a node that is gone are replaced when the
+broker sees it gone (a ``node_lost`` event), a busy one when its evaluation fails, and that candidate
+is evaluated again on another evaluator (recorded once, with the incident).
 
 Compile ahead (`BrokerSpec.compile_ahead` preparers per evaluator node, `fitness.prepare`): a
 candidate first goes to an idle preparer, which lints it (a lint failure is its verdict) and, on a
@@ -30,8 +32,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +49,8 @@ from islands.evaluator_actor import EvaluatorActor, EvaluatorInfo, EvaluatorSpec
 from islands.runtime import Runtime
 
 PREPARER_START_S = 120.0
-WATCH_S = 5.0  # how often the broker looks for nodes that joined
+MAX_START_FAILURES = 3  # evaluators in a row that fail to start before the broker stops asking for more
+WATCH_S = 5.0  # how often the broker looks for nodes that joined or are gone
 
 
 class BrokerError(RuntimeError):
@@ -85,6 +89,12 @@ class IdleActors:
         self.closed = True
         self._changed.set()
 
+    def take(self, which: Callable[[EvaluatorInfo], bool]) -> list[tuple[Any, EvaluatorInfo]]:
+        """Remove and return the idle actors `which` picks."""
+        out = [item for item in self._items if which(item[1])]
+        self._items = [item for item in self._items if not which(item[1])]
+        return out
+
     async def get(self, prefer: str = "") -> tuple[Any, EvaluatorInfo] | None:
         while not self._items:
             if self.closed:
@@ -120,6 +130,9 @@ class EvaluationBroker:
         self._error: BrokerError | None = None  # why no evaluator can start
         self._started = False  # the campaign began (`begin`)
         self._gone = ""  # why the last evaluator could not be replaced
+        self._start_failures = 0  # evaluators in a row that failed to start
+        self._suspects: set[str] = set()  # nodes an evaluator died on, not yet seen gone
+        self._names_on: dict[str, list[str]] = {}  # the evaluators each node has had
         self._tasks: set[asyncio.Future[Any]] = set()
 
     @property
@@ -147,8 +160,13 @@ class EvaluationBroker:
             self.actors.pop(name, None)
             if not (self.rt.died(e) or self.rt.failed(e)):
                 raise
-            self._not_started(name, f"{name} failed to start: {_last_line(e)}")
+            self._start_failures += 1
+            if self._started and self._start_failures < MAX_START_FAILURES:
+                self._ask()  # placed on a node that went away meanwhile (Ray cancels it): ask again
+            else:
+                self._not_started(name, f"{name} failed to start: {_last_line(e)}")
             return
+        self._start_failures = 0
         self._pending.pop(name, None)
         wrong = ""
         if info.task_key != self.spec.task_key:
@@ -162,6 +180,7 @@ class EvaluationBroker:
             self._not_started(name, wrong)
             return
         self.ledger.device = info.device
+        self._names_on.setdefault(info.node_id, []).append(name)
         self.stats.evaluators.append(info)
         self.stats.slots = len(self.stats.evaluators)
         if self._started:  # after the campaign began: a node that joined, or a replacement placed at last
@@ -196,33 +215,47 @@ class EvaluationBroker:
                 "free": {k: v for k, v in self.rt.resources().items() if k in ("CPU", "GPU")}, "nodes": nodes,
                 "longest_wait_s": round(max((time.monotonic() - t for t in self._pending.values()), default=0.0), 1)}
 
-    def _wanted(self) -> int:
+    def _wanted(self, nodes: list[dict[str, Any]]) -> int:
         """Evaluators to keep: the count asked for, or, when it follows the cluster (`BrokerSpec.follow`),
-        one per such resource the live nodes have (at least the count asked for)."""
+        one per such resource the live `nodes` have (at least the count asked for)."""
         if not self.spec.follow:
             return self.spec.count
         per = self.spec.num_gpus if self.spec.follow == "GPU" else self.spec.num_cpus
-        total = sum(n["resources"].get(self.spec.follow, 0.0) for n in self.rt.nodes())
+        total = sum(n["resources"].get(self.spec.follow, 0.0) for n in nodes)
         return max(self.spec.count, int(total // per) if per > 0 else 0)
 
     async def _watch(self) -> None:
-        """Ask for evaluators for the resources of nodes that joined (`_wanted`), every `WATCH_S`."""
+        """Every `WATCH_S`: replace the idle evaluators of nodes that are gone (a busy one is replaced when
+        its evaluation fails), and ask for evaluators for the resources of nodes that joined (`_wanted`)."""
         while True:
             await asyncio.sleep(WATCH_S)
             try:
-                wanted = self._wanted()
+                nodes = self.rt.nodes()
             except Exception:  # the cluster's state is briefly unreadable (a node going away): next time
                 continue
-            for _ in range(wanted - len(self.stats.evaluators) - len(self._pending)):
-                self._ask()
+            alive = frozenset(str(n["id"]) for n in nodes)
+            if self.rt.name == "ray":  # the local executor's evaluators live in this process
+                self._lost(alive)
+                for actor, info in self.idle.take(functools.partial(_gone, alive)):
+                    self.rt.kill(actor)
+                    self._replace(info, f"its node {info.node_id[:8]} is gone", set(alive))
+            if self._start_failures < MAX_START_FAILURES:  # else evaluators fail to start: do not spin
+                for _ in range(self._wanted(nodes) - len(self.stats.evaluators) - len(self._pending)):
+                    self._ask()
+
+    def _lost(self, alive: set[str] | frozenset[str]) -> None:
+        """A ``node_lost`` event for each node an evaluator died on that is no longer alive, once."""
+        for node in sorted(self._suspects - set(alive)):
+            self._suspects.discard(node)
+            self.events.append({"kind": "node_lost", "node": node, "evaluators": self._names_on.get(node, []),
+                                "time": time.time()})
 
     async def start(self) -> None:
         """Ask for the evaluator actors (and watch the cluster for more, when the count follows it); returns
         at once: `wait_started` says which have started and what the rest wait for."""
         for _ in range(self.spec.count):
             self._ask()
-        if self.spec.follow:
-            self._tasks.add(asyncio.ensure_future(self._watch()))
+        self._tasks.add(asyncio.ensure_future(self._watch()))
 
     async def wait_started(self, timeout_s: float, known: int = 0) -> tuple[list[EvaluatorInfo], dict[str, Any]]:
         """(the evaluators started, `placement()`) once more than `known` have started (or one failed to), at
@@ -374,10 +407,18 @@ class EvaluationBroker:
             reason = f"the evaluator raised {str(failure).strip().splitlines()[-1]}"
             return self._failed(c, level, Status.CRASH, reason), 0.0, info.name
 
-    def _replace(self, dead: EvaluatorInfo, why: str) -> None:
+    def _replace(self, dead: EvaluatorInfo, why: str, alive: set[str] | None = None) -> None:
         """Ask for an evaluator in place of `dead`; the work goes on with the others meanwhile (the
         replacement joins when Ray places it: at once where the dead one's resources are free again,
-        later where its node was lost)."""
+        later where its node was lost). A node found gone (not among the `alive` node ids) is a
+        ``node_lost`` event, once."""
+        if alive is None:
+            try:
+                alive = {str(n["id"]) for n in self.rt.nodes()}
+            except Exception:
+                alive = {dead.node_id}
+        self._suspects.add(dead.node_id)  # its loss may show only later (`_lost`)
+        self._lost(alive)
         self.actors.pop(dead.name, None)
         self.stats.replaced += 1
         self.stats.evaluators = [e for e in self.stats.evaluators if e.name != dead.name]
@@ -437,6 +478,10 @@ class EvaluationBroker:
         except Exception:
             pass  # it is killed next either way
         self.rt.kill(actor)
+
+
+def _gone(alive: frozenset[str], info: EvaluatorInfo) -> bool:
+    return info.node_id not in alive
 
 
 def _last_line(e: BaseException) -> str:

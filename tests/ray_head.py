@@ -37,8 +37,10 @@ def free_ports(n: int) -> list[int]:
 
 
 class RayHead:
-    def __init__(self, *, num_cpus: int = 2, num_gpus: int = 0, dashboard: bool = True, token: str = "") -> None:
+    def __init__(self, *, num_cpus: int = 2, num_gpus: int = 0, dashboard: bool = True, token: str = "",
+                 system: dict[str, str] | None = None) -> None:
         self.token = token  # token authentication on, with this token (RAY_AUTH_TOKEN), when given
+        self.system = system or {}  # Ray system settings for the head (RAY_<name> variables)
         self.tmp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths are length-limited
         self.ports = dict(zip(PORTS, free_ports(len(PORTS))))
         self.cmd = [
@@ -72,7 +74,8 @@ class RayHead:
 
     def start(self, timeout: float = 120.0) -> RayHead:
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env(),
+            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT,
+                                         env={**self.env(), **self.system},
                                          start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

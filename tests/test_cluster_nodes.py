@@ -6,7 +6,10 @@ place, says what the others wait for, and takes a node that joins while it runs.
 
 from __future__ import annotations
 
+import functools
+import io
 import logging
+import random
 import re
 import secrets
 import threading
@@ -17,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from evo.app.ray_auth import reload_ray_config
-from evo.contracts.history import MsgpackLog
+from evo.contracts.history import MsgpackLog, unpack
 
 from .conftest import ROOT
 from .ray_head import RayHead, RayNode
@@ -96,6 +99,109 @@ def test_a_campaign_begins_with_what_ray_can_place_says_what_it_waits_for_and_ta
         assert joined[0]["name"] in names and len(names) >= 2, names
         records = [r for r in MsgpackLog(c.store.path / "history.msgpack").read() if r["kind"] == "evaluation"]
         assert_nothing_evaluated_twice(records)
+    finally:
+        ray.shutdown()
+        monkeypatch.undo()
+        reload_ray_config()
+        for node in nodes:
+            node.stop()
+        head.stop()
+
+
+# the head notices a node whose raylet is gone after about 10 refused health checks a second apart (by
+# default after about 15 s); a node alive but slow still gets 10 s per check
+FAST_DEATH = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "10",
+              "RAY_health_check_timeout_ms": "10000"}
+GENERATION = re.compile(r"island \d+ gen (\d+):")
+
+
+def generations(text: str) -> int:
+    return len(GENERATION.findall(text))
+
+
+def joined_at_least(out: io.StringIO, n: int) -> bool:
+    return len(JOINED.findall(out.getvalue())) >= n
+
+
+def more_generations(out: io.StringIO, seen: int) -> bool:
+    return generations(out.getvalue()) > seen
+
+
+def test_a_node_lost_three_times_at_different_points_loses_no_evaluation_and_none_twice(tmp_path, monkeypatch):
+    import ray
+
+    from evo.app.run_data import load_run
+    from evo.app.run_stats import timeline
+
+    head = RayHead(num_cpus=1, num_gpus=0, dashboard=False, token=secrets.token_hex(16), system=FAST_DEATH).start()
+    nodes: list[RayNode] = []
+    lost: list[str] = []
+    try:
+        nodes.append(RayNode(head, "node_a", num_cpus=1, num_gpus=1).start())
+        nodes.append(RayNode(head, "node_b0", num_cpus=1, num_gpus=1).start())
+        for key in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
+            monkeypatch.setenv(key, head.env()[key])
+        reload_ray_config()
+        ray.init(address=head.address, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+                 logging_level=logging.WARNING)
+        config = write_config(tmp_path, evaluation={"device": "auto", "timeout_s": 60}, evaluators={},
+                              islands={"count": 2, "population": 3, "offspring": 3}, budget={"generations": 200})
+        c, out = campaign(config)
+        trouble: list[BaseException] = []
+        points = random.Random(41).sample([0.2, 0.8, 1.5, 2.5, 4.0], 3)  # seconds into a generation
+
+        def lose_the_node_three_times() -> None:
+            try:
+                wait_for("both evaluators", lambda: "evaluating on" in out.getvalue())
+                for k, delay in enumerate(points):
+                    label = f"node_b{k}"
+                    if k:  # the replacement of the lost node's evaluator, placed on the node that took its place
+                        wait_for(f"an evaluator on {label}", functools.partial(joined_at_least, out, k))
+                    seen = generations(out.getvalue())
+                    wait_for("a generation to begin", functools.partial(more_generations, out, seen))
+                    time.sleep(delay)
+                    lost.append(node_id(label))
+                    nodes[-1].kill()
+                    nodes.append(RayNode(head, f"node_b{k + 1}", num_cpus=1, num_gpus=1).start())
+                wait_for("the last replacement", functools.partial(joined_at_least, out, len(points)))
+                seen = generations(out.getvalue()) + 1
+                wait_for("a generation after it", functools.partial(more_generations, out, seen))
+            except BaseException as e:  # reported by the test below
+                trouble.append(e)
+            finally:
+                c.request_stop()
+
+        helper = threading.Thread(target=lose_the_node_three_times, daemon=True)
+        helper.start()
+        summary = c.run()
+        helper.join(timeout=60)
+        text = out.getvalue()
+        assert not trouble, f"{trouble[0]}\n{text[-4000:]}"
+        assert summary["status"] in ("finished", "interrupted"), text[-3000:]
+        run_dir = c.store.path
+        records = [r for r in MsgpackLog(run_dir / "history.msgpack").read() if r["kind"] == "evaluation"]
+        assert_nothing_evaluated_twice(records)
+        # no evaluation lost: every individual the islands hold (at their last checkpoint) was recorded
+        checkpoint = c.store.latest_checkpoint()
+        assert checkpoint is not None
+        held = {ind["candidate"]["id"] for state in checkpoint.islands.values()
+                for ind in unpack(state)["population"]}
+        assert held and held <= {r["candidate"]["id"] for r in records}
+        assert all(r["evaluation"]["status"] in ("ok", "wrong_output", "compile_error", "lint_error", "unsafe",
+                                                 "timeout", "crash") for r in records)
+        redone = [r for r in records if any("died" in i or "did not answer" in i
+                                            for i in r["evaluation"].get("incidents") or [])]
+        for r in redone:  # evaluated again elsewhere: the verdict is not an infrastructure failure
+            assert r["evaluation"]["status"] != "crash" or "died" not in r["evaluation"]["reason"], r
+        node_lost = events(run_dir, "node_lost")
+        assert sorted(e["node"] for e in node_lost) == sorted(lost), (node_lost, lost)
+        replaced = events(run_dir, "evaluator_replaced")
+        assert {e["node"] for e in replaced} >= set(lost)
+        moments = timeline(load_run(run_dir))
+        assert sum(m.what == "node lost" for m in moments) == 3
+        assert sum(m.what == "evaluator joined" for m in moments) >= 3
+        assert text.count(" lost (it had evaluator-") == 3, text[-3000:]
+        assert not events(run_dir, "evaluator_unavailable"), text[-3000:]
     finally:
         ray.shutdown()
         monkeypatch.undo()

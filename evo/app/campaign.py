@@ -351,6 +351,9 @@ class Campaign:
             self.store.events.append(event)
             if event.get("kind") == "evaluator_replaced":
                 self.display.message(f"{event['dead']} replaced by {event['replacement']}: {event['why']}")
+            elif event.get("kind") == "node_lost":
+                had = ", ".join(event.get("evaluators") or []) or "no evaluator"
+                self.display.message(f"node {str(event['node'])[:8]} lost (it had {had}); its work runs elsewhere")
             elif event.get("kind") == "evaluator_joined":
                 self.display.message(f"{event['name']} joined on node {str(event['node'])[:8]} "
                                      f"({event['evaluators']} evaluator(s) now)")

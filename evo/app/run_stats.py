@@ -200,9 +200,10 @@ class Moment:
 
 
 def timeline(run: RunData) -> list[Moment]:
-    """Sessions (started, resumed, stopped, or ended without a stop: killed) and infrastructure
-    failures (evaluators replaced, islands restored, evaluations that met a worker killed from outside
-    or a stalled machine and ran again on a fresh one), in time order."""
+    """Sessions (started, resumed, stopped, or ended without a stop: killed), the cluster's changes (nodes
+    lost, evaluators that joined) and infrastructure failures (evaluators replaced, islands restored,
+    evaluations that met a worker killed from outside, a stalled machine or a lost node and ran again on
+    a fresh one), in time order."""
     raw: list[tuple[float, str, str]] = []
     sessions = sorted(float(e["time"]) for e in run.events if e.get("kind") in SESSION_EVENTS and "time" in e)
     stops = [float(e["time"]) for e in run.events if e.get("kind") == "stop" and "time" in e]
@@ -218,6 +219,14 @@ def timeline(run: RunData) -> list[Moment]:
             raw.append((t, f"stopped ({e.get('status')})", short(str(e.get("reason", "")), 160)))
         elif kind == "evaluator_replaced":
             raw.append((t, "evaluator replaced", short(f"{e.get('dead')}: {e.get('why')}", 160)))
+        elif kind == "node_lost":
+            had = ", ".join(e.get("evaluators") or []) or "no evaluator"
+            raw.append((t, "node lost", f"{str(e.get('node'))[:8]} (it had {had}); its work ran again elsewhere"))
+        elif kind == "evaluator_joined":
+            raw.append((t, "evaluator joined", f"{e.get('name')} on node {str(e.get('node'))[:8]} "
+                                              f"({e.get('evaluators')} evaluator(s) now)"))
+        elif kind == "evaluator_unavailable":
+            raw.append((t, "evaluator unavailable", short(f"{e.get('name')}: {e.get('why')}", 160)))
         elif kind == "island_restored":
             origin = e.get("from_generation")
             where = f"from the checkpoint of generation {origin}" if origin is not None else "from scratch"
