@@ -44,7 +44,7 @@ from evo.contracts.history import MsgpackLog
 from evo.contracts.records import Proposal
 from evo.contracts.verdict import FULL, VERIFIED, Evaluation, Status
 from fitness.prepare import Prepared
-from islands.evaluation import Answer, EvaluationLedger, EvaluationStats, Run
+from islands.evaluation import Answer, EvaluationLedger, EvaluationStats, EvaluatorTally, Run
 from islands.evaluator_actor import EvaluatorActor, EvaluatorInfo, EvaluatorSpec, PreparerActor
 from islands.runtime import Runtime
 
@@ -181,6 +181,7 @@ class EvaluationBroker:
             return
         self.ledger.device = info.device
         self._names_on.setdefault(info.node_id, []).append(name)
+        self.stats.tallies[name] = EvaluatorTally(info.node_id, time.time())
         self.stats.evaluators.append(info)
         self.stats.slots = len(self.stats.evaluators)
         if self._started:  # after the campaign began: a node that joined, or a replacement placed at last
@@ -378,6 +379,9 @@ class EvaluationBroker:
                 failure = e
             else:
                 self.idle.put_nowait((actor, info))
+                if (tally := self.stats.tallies.get(info.name)) is not None:
+                    tally.evaluations += 1
+                    tally.busy_s += seconds
                 self.stats.slot_s += seconds - compiling
                 self.stats.slot_compile_s += compiling
                 if incidents:
@@ -420,6 +424,8 @@ class EvaluationBroker:
         self._suspects.add(dead.node_id)  # its loss may show only later (`_lost`)
         self._lost(alive)
         self.actors.pop(dead.name, None)
+        if (tally := self.stats.tallies.get(dead.name)) is not None and tally.until is None:
+            tally.until = time.time()
         self.stats.replaced += 1
         self.stats.evaluators = [e for e in self.stats.evaluators if e.name != dead.name]
         self.stats.slots = len(self.stats.evaluators)

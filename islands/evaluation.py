@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from evo.contracts.candidate import Candidate
 from evo.contracts.history import MsgpackLog
@@ -38,6 +38,34 @@ class EvaluationService(Protocol):
 
 
 @dataclass
+class EvaluatorTally:
+    """One evaluator's share of the work (the broker's): where it ran, from when to when (wall clock),
+    its evaluations and the seconds they took."""
+
+    node: str
+    since: float
+    until: float | None = None  # when it died or was replaced (None: alive)
+    evaluations: int = 0
+    busy_s: float = 0.0
+
+    def row(self, name: str, now: float) -> dict[str, Any]:
+        alive = max(1e-9, (self.until or now) - self.since)
+        return {"name": name, "evaluations": self.evaluations, "busy_s": round(self.busy_s, 3),
+                "alive_s": round(alive, 3), "busy_fraction": round(min(1.0, self.busy_s / alive), 4),
+                "lost": self.until is not None}
+
+
+def nodes_table(tallies: dict[str, EvaluatorTally], now: float) -> list[dict[str, Any]]:
+    """Per node (in the order their first evaluator started): its evaluators' rows and evaluations."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, t in sorted(tallies.items(), key=lambda kv: kv[1].since):
+        node = out.setdefault(t.node, {"node": t.node, "evaluators": [], "evaluations": 0})
+        node["evaluators"].append(t.row(name, now))
+        node["evaluations"] += t.evaluations
+    return list(out.values())
+
+
+@dataclass
 class EvaluationStats:
     fresh: dict[str, int] = field(default_factory=dict)  # level -> evaluations run (this run and earlier)
     failures: dict[str, int] = field(default_factory=dict)  # status -> count among full evaluations run
@@ -55,6 +83,7 @@ class EvaluationStats:
     prepared: int = 0  # candidates prepared ahead (`fitness.prepare`), and how many of them compiled ahead
     warmed: int = 0
     prepare_s: float = 0.0  # preparers' seconds
+    tallies: dict[str, EvaluatorTally] = field(default_factory=dict)  # by evaluator name (the broker's, this session)
 
     @property
     def busy_fraction(self) -> float | None:

@@ -93,7 +93,9 @@ class RayHead:
     def _up(self) -> bool:
         if self.dashboard:
             try:
-                urllib.request.urlopen(f"{self.dashboard_url}/api/version", timeout=2)
+                headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+                urllib.request.urlopen(urllib.request.Request(f"{self.dashboard_url}/api/version", headers=headers),
+                                       timeout=2)
                 return True
             except OSError:
                 return False

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import logging
 import random
 import re
 import secrets
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -23,7 +26,7 @@ from evo.app.ray_auth import reload_ray_config
 from evo.contracts.history import MsgpackLog, unpack
 
 from .conftest import ROOT
-from .ray_head import RayHead, RayNode
+from .ray_head import RAY, RayHead, RayNode
 from .test_campaign_ray import assert_nothing_evaluated_twice, campaign, events, write_config
 
 pytestmark = pytest.mark.slow
@@ -47,6 +50,52 @@ def node_id(label: str) -> str:
 def evaluated_by(run_dir: Path) -> set[str]:
     path = run_dir / "history.msgpack"
     return {r["evaluator"] for r in MsgpackLog(path).read() if r["kind"] == "evaluation"} if path.exists() else set()
+
+
+def test_a_job_submitted_to_a_cluster_of_three_nodes_spreads_its_evaluators_and_reports_them(tmp_path):
+    # the head has no GPU; each worker node declares one: the README's `ray job submit` places one evaluator
+    # on each, and summary.json and the report list the nodes, their evaluators and how busy each was
+    head = RayHead(num_cpus=1, num_gpus=0, dashboard=True, token=secrets.token_hex(16)).start()
+    nodes: list[RayNode] = []
+    try:
+        nodes += [RayNode(head, f"node_{x}", num_cpus=1, num_gpus=1).start() for x in "ab"]
+        config = write_config(tmp_path, evaluation={"device": "auto", "timeout_s": 60}, evaluators={},
+                              islands={"count": 2, "population": 3, "offspring": 2}, budget={"generations": 3})
+        cmd = [RAY, "job", "submit", "--address", head.dashboard_url, "--working-dir", ".", "--",
+               "python", "-m", "tests.campaign_job", "run", str(config), "--output", str(tmp_path / "out")]
+        p = subprocess.run(cmd, cwd=ROOT, env=head.env(), capture_output=True, text=True, timeout=900)
+        out = p.stdout + p.stderr
+        assert p.returncode == 0, out[-4000:]
+        run_dir = next((tmp_path / "out").iterdir())
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["status"] == "finished", out[-3000:]
+        ids = {ray_node_id(head, f"node_{x}") for x in "ab"}
+        assert {n["node"] for n in summary["nodes"]} == ids
+        for node in summary["nodes"]:
+            [evaluator] = node["evaluators"]
+            assert evaluator["evaluations"] > 0 and 0 < evaluator["busy_fraction"] <= 1, summary["nodes"]
+        records = [r for r in MsgpackLog(run_dir / "history.msgpack").read() if r["kind"] == "evaluation"]
+        assert {r["evaluator"] for r in records} == {e["name"] for n in summary["nodes"] for e in n["evaluators"]}
+        assert_nothing_evaluated_twice(records)
+        report = subprocess.run([sys.executable, "-m", "evo", "report", str(run_dir)], cwd=ROOT, capture_output=True,
+                                text=True, timeout=300)
+        assert report.returncode == 0, report.stderr[-3000:]
+        md = (run_dir / "report.md").read_text()
+        assert "Nodes and evaluators" in md and all(i[:8] in md for i in ids), md[-3000:]
+    finally:
+        for node in nodes:
+            node.stop()
+        head.stop()
+
+
+def ray_node_id(head: RayHead, label: str) -> str:
+    """The id of the node with custom resource `label`, asked of the head by a short-lived driver."""
+    code = ("import ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR'); "
+            "print([n['NodeID'] for n in ray.nodes() if n['Alive'] and sys.argv[2] in n['Resources']][0])")
+    p = subprocess.run([sys.executable, "-c", code, head.address, label], env=head.env(), capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout.strip().splitlines()[-1]
 
 
 def test_a_campaign_begins_with_what_ray_can_place_says_what_it_waits_for_and_takes_a_node_that_joins(

@@ -39,7 +39,7 @@ from fitness.latency.stage import target_hardware
 from fitness.sandbox.isolation import FULL as FULL_ISOLATION
 from islands.actors import IslandSpec, start_broker, start_island
 from islands.broker import BrokerSpec
-from islands.evaluation import EvaluationStats
+from islands.evaluation import EvaluationStats, nodes_table
 from islands.evaluator_actor import EvaluatorSpec
 from islands.migration import route, targets
 from islands.report import GenerationReport
@@ -469,6 +469,7 @@ class Campaign:
             "seed": {"id": self.p.seed.id, "latency_ms": self.seed_latency_ms}, "best": best_d,
             "evaluators": [vars(e) for e in self.stats.evaluators], "evaluators_replaced": self.stats.replaced,
             "evaluator_busy": busy_summary(self.stats, self.device),
+            "nodes": nodes_table(self.stats.tallies, time.time()),
             "islands_restored": sum(r.restored for r in self.rows),
             "per_island": [vars(r).copy() for r in self.rows], "run_dir": str(self.store.path),
         }

@@ -133,6 +133,18 @@ def _timeline(run: RunData) -> list[d.Block]:
             d.table(["at", "what", "detail"], rows)]
 
 
+def _nodes(run: RunData) -> list[d.Block]:
+    nodes = (run.summary or {}).get("nodes") or []
+    if not nodes:
+        return []
+    rows = [[str(n["node"])[:8], e["name"], e["evaluations"], duration_words(e["alive_s"]), f"{e['busy_fraction']:.0%}",
+             "lost or replaced" if e["lost"] else ""] for n in nodes for e in n["evaluators"]]
+    return [d.Heading("Nodes and evaluators"),
+            d.Para(f"{len(nodes)} node(s) in the last session; each evaluator's evaluations and the share of its time "
+                   "alive it spent evaluating."),
+            d.table(["node", "evaluator", "evaluations", "alive", "busy", ""], rows)]
+
+
 def _mutators(run: RunData, trace: Trace) -> list[d.Block]:
     out: list[d.Block] = [d.Heading("Mutators")]
     ops = rs.operator_totals(run)
@@ -226,7 +238,7 @@ def run_report(run: RunData) -> d.Doc:
         (duration_words(run.wall_time_s), "wall time"),
         (f"${run.llm_usd:.4f}" if "llm" in run.mutator_kinds else "$0",
          "LLM cost" if "llm" in run.mutator_kinds else "LLM cost (no LLM mutator)"))))
-    for part in (_best(run, trace, best), _progress(run, trace), _timeline(run), _migrations(run),
+    for part in (_best(run, trace, best), _progress(run, trace), _timeline(run), _nodes(run), _migrations(run),
                  _mutators(run, trace), _failures(run), _lineage(run, trace, best)):
         doc.add(*part)
     doc.add(d.Para(f"Run directory: {run.path}"))
