@@ -73,21 +73,30 @@ class BrokerSpec:
 
 
 class IdleActors:
-    """Idle actors with where they run; `get(prefer=node)` takes one on `node` when there is one."""
+    """Idle actors with where they run; `get(prefer=node)` takes one on `node` when there is one. An actor
+    put back goes straight to one waiting caller (one on its node first), so a deep queue of candidates
+    costs nothing per actor returned."""
 
     def __init__(self) -> None:
         self._items: list[tuple[Any, EvaluatorInfo]] = []
-        self._changed = asyncio.Event()
+        self._waiters: list[tuple[str, asyncio.Future[tuple[Any, EvaluatorInfo] | None]]] = []
         self.closed = False
 
     def put_nowait(self, item: tuple[Any, EvaluatorInfo]) -> None:
+        self._waiters = [(prefer, f) for prefer, f in self._waiters if not f.done()]
+        if self._waiters:
+            i = next((k for k, (prefer, _) in enumerate(self._waiters) if prefer and prefer == item[1].node_id), 0)
+            self._waiters.pop(i)[1].set_result(item)
+            return
         self._items.append(item)
-        self._changed.set()
 
     def close(self) -> None:
         """No actor will come back: callers waiting in `get` (and later ones) get None."""
         self.closed = True
-        self._changed.set()
+        for _, f in self._waiters:
+            if not f.done():
+                f.set_result(None)
+        self._waiters.clear()
 
     def take(self, which: Callable[[EvaluatorInfo], bool]) -> list[tuple[Any, EvaluatorInfo]]:
         """Remove and return the idle actors `which` picks."""
@@ -96,15 +105,20 @@ class IdleActors:
         return out
 
     async def get(self, prefer: str = "") -> tuple[Any, EvaluatorInfo] | None:
-        while not self._items:
-            if self.closed:
-                return None
-            self._changed.clear()
-            await self._changed.wait()
-        for i, (_, info) in enumerate(self._items):
-            if prefer and info.node_id == prefer:
-                return self._items.pop(i)
-        return self._items.pop(0)
+        if self._items:
+            i = next((k for k, (_, info) in enumerate(self._items) if prefer and info.node_id == prefer), 0)
+            return self._items.pop(i)
+        if self.closed:
+            return None
+        future: asyncio.Future[tuple[Any, EvaluatorInfo] | None] = asyncio.get_running_loop().create_future()
+        self._waiters.append((prefer, future))
+        try:
+            return await future
+        except asyncio.CancelledError:
+            handed = future.result() if future.done() and not future.cancelled() else None
+            if handed is not None:
+                self.put_nowait(handed)  # handed over as the caller went away: to the next one
+            raise
 
 
 class EvaluationBroker:

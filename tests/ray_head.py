@@ -113,6 +113,24 @@ class RayHead:
                     pass
         return pids
 
+    def kill(self) -> None:
+        """The head's machine gone at once: SIGKILL to every process of it (GCS, raylet, dashboard, workers)."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in self._own_pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
     def stop(self) -> None:
         if self.proc is not None:
             for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 10.0)):

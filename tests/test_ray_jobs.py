@@ -1,5 +1,5 @@
 """Campaigns as users start them on a cluster: `ray job submit --working-dir .` to a Ray head with
-two (advertised) GPUs, a driver joining through RAY_ADDRESS that is killed with SIGKILL and resumed,
+two (advertised) GPUs, a head lost with its driver (both killed with SIGKILL) and the run resumed on a new head,
 and the embedded local Ray when there is no cluster.
 
 This machine has no CUDA: the head advertises `--num-gpus=2`, so the evaluator actors are placed one
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -80,31 +81,41 @@ def wait_for(predicate, timeout: float, proc: subprocess.Popen, log: Path) -> No
         time.sleep(0.2)
 
 
-def test_a_driver_killed_with_sigkill_resumes_from_its_run_directory_alone(gpu_head, tmp_path):
-    """The config, task module and seed live in a working folder that is gone when the run resumes
-    (as a job's temporary working directory is): the run directory's copies are all it needs."""
+def test_a_head_lost_with_its_driver_resumes_from_the_run_directory_on_a_new_head(tmp_path):
+    """The head's machine is lost mid-run: its Ray (GCS, raylet, workers) and the driver killed together
+    with SIGKILL. A new head is started and the run resumes from its run directory alone: the config,
+    task module and seed lived in a working folder that is gone by then (as a job's temporary working
+    directory is), so the run directory's copies are all it needs, and nothing of the old cluster is."""
     work = tmp_path / "work"
     shutil.copytree(ROOT / "tasks/softmax", work / "mysoftmax")
     (work / "mysoftmax/seed.py").rename(work / "start.py")
     task = {**SMALL_SOFTMAX, "name": None, "path": "mysoftmax", "seed": "start.py"}
     config = write_config(work, task=task, budget={"generations": 5}, output_dir=str(tmp_path / "runs"))
-    env = {**gpu_head.env(), "RAY_ADDRESS": gpu_head.address}
+    token = secrets.token_hex(16)
+    lost = RayHead(num_cpus=2, num_gpus=2, dashboard=False, token=token).start()
     log = tmp_path / "driver.log"
-    with open(log, "wb") as f:
-        driver = subprocess.Popen([sys.executable, "-m", "tests.campaign_job", "run", str(config)], cwd=ROOT,
-                                  env=env, stdout=f, stderr=subprocess.STDOUT)
     try:
-        runs = tmp_path / "runs"
-        wait_for(lambda: any(runs.glob("*/checkpoints/gen-000002/driver.msgpack")), 300, driver, log)
+        env = {**lost.env(), "RAY_ADDRESS": lost.address}
+        with open(log, "wb") as f:
+            driver = subprocess.Popen([sys.executable, "-m", "tests.campaign_job", "run", str(config)], cwd=ROOT,
+                                      env=env, stdout=f, stderr=subprocess.STDOUT)
+        try:
+            runs = tmp_path / "runs"
+            wait_for(lambda: any(runs.glob("*/checkpoints/gen-000002/driver.msgpack")), 300, driver, log)
+        finally:
+            os.kill(driver.pid, signal.SIGKILL)
+            lost.kill()
+            driver.wait()
     finally:
-        os.kill(driver.pid, signal.SIGKILL)
-        driver.wait()
+        lost.stop()
     [run_dir] = list(runs.iterdir())
     before = history(run_dir)
     assert before
     work.rename(tmp_path / "moved")
-    p = subprocess.run([sys.executable, "-m", "tests.campaign_job", "run", "--resume", str(run_dir)],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    with RayHead(num_cpus=2, num_gpus=2, dashboard=False, token=token) as head:
+        p = subprocess.run([sys.executable, "-m", "tests.campaign_job", "run", "--resume", str(run_dir)], cwd=ROOT,
+                           env={**head.env(), "RAY_ADDRESS": head.address}, capture_output=True, text=True,
+                           timeout=600)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-4000:]
     assert "resuming from the checkpoint of generation" in out
@@ -116,6 +127,9 @@ def test_a_driver_killed_with_sigkill_resumes_from_its_run_directory_alone(gpu_h
     assert summary["evaluations"] == len(after)
     assert len(events(run_dir, "resume")) == 1
     assert [e["status"] for e in MsgpackLog(run_dir / "events.msgpack").read() if e["kind"] == "stop"] == ["finished"]
+    started = {e["evaluators"][0]["node_id"] for e in MsgpackLog(run_dir / "events.msgpack").read()
+               if e["kind"] in ("start", "resume")}
+    assert len(started) == 2  # the evaluators of the resumed session ran on the new head's node
 
 
 def test_without_a_cluster_evo_run_starts_its_own_ray(tmp_path):

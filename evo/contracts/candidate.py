@@ -15,6 +15,7 @@ content hash of both, so the same kernel found on two islands is one candidate.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import math
@@ -46,8 +47,8 @@ class Candidate:
     source: str
     params: Params = field(default_factory=dict)
 
-    @property
-    def id(self) -> str:
+    @functools.cached_property
+    def id(self) -> str:  # computed once per object (the broker asks it several times per evaluation)
         h = hashlib.sha256()
         h.update(self.source.encode())
         h.update(b"\0")
