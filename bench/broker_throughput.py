@@ -196,6 +196,7 @@ def measure(rt: Runtime, count: int, args: argparse.Namespace, *, batch: int = 0
             "broker_cpu_us_per_eval": cpu["broker"], "cpu_us_per_eval": cpu,
             "broker_cpu_fraction": round((after["broker"] - before["broker"]) / wall, 2),
             "history_bytes_per_eval": round(size / stats.evaluations, 1), "start_s": round(start_s, 1),
+            "batched_fraction": round(stats.batched / max(1, stats.evaluations), 3),
             "load_average_after": round(os.getloadavg()[0], 2)}
 
 
@@ -282,11 +283,11 @@ def ray_calls(n: int) -> dict[str, float]:
 # (label, file suffix, function): cumulative CPU of these in the broker thread's profile
 PROFILED = [("EvaluationLedger.record", "islands/evaluation.py", "record"),
             ("  Individual.to_dict", "contracts/records.py", "to_dict"),
-            ("    Evaluation.to_dict (dataclasses.asdict)", "contracts/verdict.py", "to_dict"),
+            ("    Evaluation.to_dict", "contracts/verdict.py", "to_dict"),
             ("  MsgpackLog.append (pack, open, write)", "contracts/history.py", "append"),
             ("  Individual.__init__ (DEAP fitness)", "contracts/records.py", "__init__"),
-            ("Candidate.id (sha256, every call)", "contracts/candidate.py", "id"),
-            ("IdleActors.get (waiting candidates woken)", "islands/broker.py", "get")]
+            ("Candidate.id (sha256, once per object)", "contracts/candidate.py", "id"),
+            ("IdleActors.get", "islands/broker.py", "get")]
 
 
 def profile_breakdown(profile: cProfile.Profile, evaluations: int) -> dict[str, Any]:
@@ -339,12 +340,12 @@ def capacity(ray_runs: list[dict[str, Any]], calls: dict[str, float]) -> dict[st
 
 def table(rows: list[dict[str, Any]]) -> None:
     print(f"{'runtime':<7} {'evals':>5} {'batch':>5} {'eval/s':>7} {'broker CPU us/eval':>18} {'broker busy':>11} "
-          f"{'history B/eval':>14}  other CPU us/eval")
+          f"{'history B/eval':>14} {'rode along':>10}  other CPU us/eval")
     for r in rows:
         other = ", ".join(f"{k} {v:.0f}" for k, v in r["cpu_us_per_eval"].items() if k != "broker")
         print(f"{r['runtime']:<7} {r['evaluators']:>5} {r['batch']:>5} {r['per_s']:>7.0f} "
               f"{r['broker_cpu_us_per_eval']:>18.0f} {r['broker_cpu_fraction']:>11.2f} "
-              f"{r['history_bytes_per_eval']:>14.0f}  {other}")
+              f"{r['history_bytes_per_eval']:>14.0f} {r['batched_fraction']:>10.0%}  {other}")
 
 
 def main() -> None:

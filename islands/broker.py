@@ -49,6 +49,7 @@ from islands.evaluator_actor import EvaluatorActor, EvaluatorInfo, EvaluatorSpec
 from islands.runtime import Runtime
 
 PREPARER_START_S = 120.0
+MAX_BATCH = 8  # candidates one evaluator call carries at most (`EvaluationBroker._evaluate`)
 MAX_START_FAILURES = 3  # evaluators in a row that fail to start before the broker stops asking for more
 WATCH_S = 5.0  # how often the broker looks for nodes that joined or are gone
 
@@ -72,20 +73,34 @@ class BrokerSpec:
     follow: str = ""
 
 
+@dataclass
+class Ride:
+    """What a candidate waiting for an evaluator gets instead of one when a candidate that got one takes it
+    along (`IdleActors.companions`): its result comes in `result`, or None if that batch failed (then it
+    is evaluated alone)."""
+
+    result: asyncio.Future[Run | None]
+
+
+Taken = tuple[Any, EvaluatorInfo] | Ride
+
+
 class IdleActors:
     """Idle actors with where they run; `get(prefer=node)` takes one on `node` when there is one. An actor
     put back goes straight to one waiting caller (one on its node first), so a deep queue of candidates
-    costs nothing per actor returned."""
+    costs nothing per actor returned. A caller that got an actor may take other waiting candidates of the
+    same level along (`companions`): they get a `Ride`."""
 
     def __init__(self) -> None:
         self._items: list[tuple[Any, EvaluatorInfo]] = []
-        self._waiters: list[tuple[str, asyncio.Future[tuple[Any, EvaluatorInfo] | None]]] = []
+        # (node preferred, the waiting caller, its candidate and level when it may ride along)
+        self._waiters: list[tuple[str, asyncio.Future[Taken | None], tuple[Candidate, str] | None]] = []
         self.closed = False
 
     def put_nowait(self, item: tuple[Any, EvaluatorInfo]) -> None:
-        self._waiters = [(prefer, f) for prefer, f in self._waiters if not f.done()]
+        self._waiters = [w for w in self._waiters if not w[1].done()]
         if self._waiters:
-            i = next((k for k, (prefer, _) in enumerate(self._waiters) if prefer and prefer == item[1].node_id), 0)
+            i = next((k for k, w in enumerate(self._waiters) if w[0] and w[0] == item[1].node_id), 0)
             self._waiters.pop(i)[1].set_result(item)
             return
         self._items.append(item)
@@ -93,7 +108,7 @@ class IdleActors:
     def close(self) -> None:
         """No actor will come back: callers waiting in `get` (and later ones) get None."""
         self.closed = True
-        for _, f in self._waiters:
+        for _, f, _ in self._waiters:
             if not f.done():
                 f.set_result(None)
         self._waiters.clear()
@@ -104,19 +119,44 @@ class IdleActors:
         self._items = [item for item in self._items if not which(item[1])]
         return out
 
-    async def get(self, prefer: str = "") -> tuple[Any, EvaluatorInfo] | None:
+    def waiting(self, level: str, node: str) -> int:
+        """Callers waiting that could ride along with an evaluator on `node` at `level`."""
+        return sum(1 for w in self._waiters if self._rides(w, level, node))
+
+    def companions(self, level: str, node: str, k: int) -> list[tuple[Candidate, Ride]]:
+        """Up to `k` waiting candidates of `level` that take no other node's evaluator, each given a `Ride`."""
+        out: list[tuple[Candidate, Ride]] = []
+        for w in list(self._waiters):
+            if len(out) >= k:
+                break
+            if self._rides(w, level, node) and w[2] is not None:
+                self._waiters.remove(w)
+                ride = Ride(asyncio.get_running_loop().create_future())
+                w[1].set_result(ride)
+                out.append((w[2][0], ride))
+        return out
+
+    @staticmethod
+    def _rides(w: tuple[str, asyncio.Future[Taken | None], tuple[Candidate, str] | None], level: str,
+               node: str) -> bool:
+        return not w[1].done() and w[2] is not None and w[2][1] == level and w[0] in ("", node)
+
+    async def get(self, prefer: str = "", rider: tuple[Candidate, str] | None = None) -> Taken | None:
+        """An idle actor (or, given `rider`, possibly a `Ride`); None once closed and none is left."""
         if self._items:
             i = next((k for k, (_, info) in enumerate(self._items) if prefer and info.node_id == prefer), 0)
             return self._items.pop(i)
         if self.closed:
             return None
-        future: asyncio.Future[tuple[Any, EvaluatorInfo] | None] = asyncio.get_running_loop().create_future()
-        self._waiters.append((prefer, future))
+        future: asyncio.Future[Taken | None] = asyncio.get_running_loop().create_future()
+        self._waiters.append((prefer, future, rider))
         try:
             return await future
         except asyncio.CancelledError:
             handed = future.result() if future.done() and not future.cancelled() else None
-            if handed is not None:
+            if isinstance(handed, Ride):
+                handed.result.cancel()
+            elif handed is not None:
                 self.put_nowait(handed)  # handed over as the caller went away: to the next one
             raise
 
@@ -343,8 +383,8 @@ class EvaluationBroker:
 
     async def _prepare(self, c: Candidate, level: str) -> tuple[str, Run | None]:
         """(the preparer's node, the candidate's verdict when preparing gave one)."""
-        taken = await self.preparers.get()
-        if taken is None:  # every preparer was dropped
+        taken = await self.preparers.get()  # no rider: never a Ride
+        if taken is None or isinstance(taken, Ride):  # every preparer was dropped
             return "", None
         actor, info = taken
         try:
@@ -374,33 +414,85 @@ class EvaluationBroker:
         lost node, a kill) is replaced and the evaluation runs on another one; one that hangs is killed,
         replaced and given one more try. Only a hang that reproduces is the candidate's `timeout`; each
         incident is listed in the verdict (`Evaluation.incidents`), so the ledger never caches an
-        infrastructure failure as the candidate's status."""
+        infrastructure failure as the candidate's status.
+
+        When more candidates wait than there are evaluators, the one that gets an evaluator takes its
+        share of the waiting ones along in one call (`MAX_BATCH` at most); they get their verdicts from
+        it. If that call fails, each of them (and this one) is evaluated again alone, as above."""
         deaths_allowed = self.spec.count + 1  # an actor found dead may have died before this request
         incidents: list[str] = []
         hangs = 0
+        alone = False
         while True:
-            taken = await self.idle.get(prefer=node)
+            taken = await self.idle.get(prefer=node, rider=None if alone else (c, level))
             if taken is None:
                 raise BrokerError(f"no evaluator is left: {self._gone}")
+            if isinstance(taken, Ride):
+                run = await taken.result
+                if run is not None:
+                    evaluation, seconds, name = run
+                    if incidents:
+                        evaluation = evaluation.with_(incidents=[*incidents, *evaluation.incidents])
+                    return evaluation, seconds, name
+                incidents.append("the evaluator of the batch it was in failed (evaluated again alone)")
+                alone = True
+                continue
             actor, info = taken
+            along = [] if alone else self.idle.companions(
+                level, info.node_id, min(MAX_BATCH - 1, self.idle.waiting(level, info.node_id)
+                                         // max(1, len(self.stats.evaluators))))
             start = time.monotonic()
             try:
-                evaluation, seconds, compiling = await asyncio.wait_for(
-                    _awaitable(actor.evaluate.remote(c, level)), self.spec.actor_timeout_s)
+                if along:
+                    runs = await asyncio.wait_for(
+                        _awaitable(actor.evaluate_batch.remote([c, *(x for x, _ in along)], level)),
+                        self.spec.actor_timeout_s * (1 + len(along)))
+                else:
+                    runs = [await asyncio.wait_for(_awaitable(actor.evaluate.remote(c, level)),
+                                                   self.spec.actor_timeout_s)]
             except Exception as e:
                 if not (self.rt.timed_out(e) or self.rt.died(e) or self.rt.failed(e)):
+                    for _, ride in along:
+                        _settle(ride, None)
                     raise
                 failure = e
             else:
                 self.idle.put_nowait((actor, info))
-                if (tally := self.stats.tallies.get(info.name)) is not None:
-                    tally.evaluations += 1
-                    tally.busy_s += seconds
-                self.stats.slot_s += seconds - compiling
-                self.stats.slot_compile_s += compiling
+                for _, seconds, compiling in runs:
+                    if (tally := self.stats.tallies.get(info.name)) is not None:
+                        tally.evaluations += 1
+                        tally.busy_s += seconds
+                    self.stats.slot_s += seconds - compiling
+                    self.stats.slot_compile_s += compiling
+                # one that took longer than an evaluator may take alone is evaluated again alone, where it
+                # gets the verdict it would have had there (a batch's patience is its size times that)
+                slow = self.spec.actor_timeout_s
+                for (_, ride), (evaluation, seconds, _) in zip(along, runs[1:], strict=True):
+                    _settle(ride, (evaluation, seconds, info.name) if seconds <= slow else None)
+                self.stats.batched += sum(1 for run in runs[1:] if run[1] <= slow)
+                evaluation, seconds, _ = runs[0]
+                if along and seconds > slow:
+                    incidents.append(f"took {seconds:.0f} s in a batch on evaluator {info.name}, more than one "
+                                     f"evaluation may ({slow:.0f} s): evaluated again alone")
+                    alone = True
+                    continue
                 if incidents:
                     evaluation = evaluation.with_(incidents=[*incidents, *evaluation.incidents])
                 return evaluation, seconds, info.name
+            for _, ride in along:
+                _settle(ride, None)  # each is evaluated again alone
+            if along:
+                if self.rt.timed_out(failure) or self.rt.died(failure):
+                    self.rt.kill(actor)
+                    self._replace(info, f"a batch of {1 + len(along)} with {c.id} failed: {_last_line(failure)}")
+                    incidents.append(f"evaluator {info.name} failed a batch of {1 + len(along)} (replaced; "
+                                     "evaluated again alone)")
+                else:
+                    self.idle.put_nowait((actor, info))
+                    incidents.append(f"evaluator {info.name} raised on a batch of {1 + len(along)} (evaluated "
+                                     "again alone)")
+                alone = True
+                continue
             if self.rt.timed_out(failure):
                 self.rt.kill(actor)
                 self._replace(info, f"no answer within {self.spec.actor_timeout_s:.0f} s on {c.id}")
@@ -498,6 +590,11 @@ class EvaluationBroker:
         except Exception:
             pass  # it is killed next either way
         self.rt.kill(actor)
+
+
+def _settle(ride: Ride, run: Run | None) -> None:
+    if not ride.result.done():  # its caller may have gone (cancelled)
+        ride.result.set_result(run)
 
 
 def _gone(alive: frozenset[str], info: EvaluatorInfo) -> bool:

@@ -84,6 +84,7 @@ class EvaluationStats:
     warmed: int = 0
     prepare_s: float = 0.0  # preparers' seconds
     tallies: dict[str, EvaluatorTally] = field(default_factory=dict)  # by evaluator name (the broker's, this session)
+    batched: int = 0  # evaluations that rode along in another candidate's evaluator call (the broker's)
 
     @property
     def busy_fraction(self) -> float | None:

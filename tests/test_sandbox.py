@@ -269,18 +269,31 @@ def test_the_isolation_holds_for_an_unprivileged_user():
                     "already runs unprivileged")
     scratch = Path(tempfile.mkdtemp(prefix="evo-nobody-"))  # pytest's own folders are root's alone
     os.chmod(scratch, 0o777)
+    # the checkout may sit in a folder only its owner can enter: the user gets a copy of what it imports
+    # (the standard library alone besides), and of a file of the project it must not read
+    project = Path(tempfile.mkdtemp(prefix="evo-project-"))
+    for part in ("fitness/__init__.py", "fitness/sandbox/__init__.py", "fitness/sandbox/isolation.py", "README.md"):
+        (project / part).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / part, project / part)
+    for d in (project, *[q for q in project.rglob("*") if q.is_dir()]):
+        os.chmod(d, 0o755)
+    for f in project.rglob("*"):
+        if f.is_file():
+            os.chmod(f, 0o644)
     probe = (
         "import sys; from pathlib import Path; from fitness.sandbox import isolation\n"
-        f"mech, problems = isolation.apply({str(scratch)!r}, Path({str(ROOT)!r}), gpu=False)\n"
+        f"mech, problems = isolation.apply({str(scratch)!r}, Path({str(project)!r}), gpu=False)\n"
         f"Path({str(scratch / 'ok')!r}).write_text('x')\n"
         "blocked = []\n"
-        f"for path in ({str(ROOT / 'README.md')!r}, '/etc/hostname'):\n"
+        f"for path in ({str(project / 'README.md')!r}, '/etc/hostname'):\n"
         "    try:\n        open(path).read()\n    except PermissionError:\n        blocked.append(path)\n"
         "print(mech, len(blocked), problems)\n"
     )
-    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", probe],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT)})
+    python = os.path.realpath(sys.executable)  # the interpreter itself, not the venv's link beside the checkout
+    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", probe],
+                          cwd=project, capture_output=True, text=True, timeout=120,
+                          env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(project)})
     shutil.rmtree(scratch, ignore_errors=True)
+    shutil.rmtree(project, ignore_errors=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[:2] == [isolation.FULL, "2"], done.stdout
