@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import dataclasses
 import json
-import math
 import os
 import pickle
 import platform
@@ -52,7 +50,6 @@ from evo.contracts.history import MsgpackLog, pack
 from evo.contracts.native_task import TASK_LIBRARY
 from evo.contracts.records import Individual, Proposal
 from evo.contracts.task_files import TaskFiles
-from evo.contracts.verdict import Evaluation
 from islands.actors import start_broker
 from islands.broker import BrokerSpec
 from islands.evaluation import Answer, EvaluationLedger
@@ -210,17 +207,6 @@ def per_call_us(fn: Callable[[], Any], n: int = 2000) -> float:
     return round(best / n * 1e6, 2)
 
 
-def shallow_to_dict(e: Evaluation) -> dict[str, Any]:
-    """What-if: `Evaluation.to_dict` without `dataclasses.asdict`'s deep copy (the same msgpack bytes)."""
-    d = {f.name: getattr(e, f.name) for f in dataclasses.fields(e)}
-    d["status"] = e.status.value
-    d["latency_source"] = e.latency_source.value if e.latency_source else None
-    for k in ("error", "max_error_ratio", "max_abs_error"):
-        if isinstance(d[k], float) and not math.isfinite(d[k]):
-            d[k] = None
-    return d
-
-
 def parts_in_process() -> dict[str, float]:
     """Microseconds of one evaluation's parts that run in the broker's process, outside Ray."""
     [proposal] = candidates("parts", 0, 1)
@@ -230,7 +216,6 @@ def parts_in_process() -> dict[str, float]:
     ind = Individual(proposal, verdict, seconds=0.001, evaluator="evaluator-0", time=time.time())
     record = {"kind": "evaluation", **ind.to_dict()}
     answer = Answer(ind, True)
-    assert pack(shallow_to_dict(verdict)) == pack(verdict.to_dict())
     verdict_bytes, proposal_bytes = pickle.dumps((verdict, 0.001, 0.0), 5), pickle.dumps(proposal, 5)
     with tempfile.TemporaryDirectory() as tmp:
         log = MsgpackLog(Path(tmp) / "log.msgpack")
@@ -239,7 +224,6 @@ def parts_in_process() -> dict[str, float]:
         parts = {
             "candidate_id_hash": per_call_us(lambda: c.id),
             "evaluation_to_dict": per_call_us(verdict.to_dict),
-            "what_if_shallow_evaluation_to_dict": per_call_us(lambda: shallow_to_dict(verdict)),
             "individual_init": per_call_us(lambda: Individual(proposal, verdict, seconds=0.001)),
             "record_to_dict": per_call_us(ind.to_dict),
             "msgpack_pack_record": per_call_us(lambda: pack(record)),

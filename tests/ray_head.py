@@ -36,6 +36,25 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
+def kill_at_once(proc: subprocess.Popen[bytes] | None, pids: list[int]) -> None:
+    """SIGKILL to the process group of `proc` (a `ray start --block`) and to `pids`; then reap `proc`."""
+    if proc is not None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if proc is not None:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
 class RayHead:
     def __init__(self, *, num_cpus: int = 2, num_gpus: int = 0, dashboard: bool = True, token: str = "",
                  system: dict[str, str] | None = None) -> None:
@@ -115,21 +134,7 @@ class RayHead:
 
     def kill(self) -> None:
         """The head's machine gone at once: SIGKILL to every process of it (GCS, raylet, dashboard, workers)."""
-        if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for pid in self._own_pids():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        if self.proc is not None:
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        kill_at_once(self.proc, self._own_pids())
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -228,21 +233,7 @@ class RayNode:
 
     def kill(self) -> None:
         """SIGKILL to every process of the node, at once."""
-        if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for pid in self.pids():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        if self.proc is not None:
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        kill_at_once(self.proc, self.pids())
 
     def stop(self) -> None:
         self.kill()

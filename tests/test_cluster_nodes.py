@@ -17,11 +17,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from evo.app.campaign import Campaign
 from evo.app.ray_auth import reload_ray_config
 from evo.contracts.history import MsgpackLog, unpack
 
@@ -98,44 +101,71 @@ def ray_node_id(head: RayHead, label: str) -> str:
     return p.stdout.strip().splitlines()[-1]
 
 
-def test_a_campaign_begins_with_what_ray_can_place_says_what_it_waits_for_and_takes_a_node_that_joins(
-        tmp_path, monkeypatch):
+@contextmanager
+def cluster(monkeypatch: pytest.MonkeyPatch, gpus: dict[str, int],
+            system: dict[str, str] | None = None) -> Iterator[tuple[RayHead, list[RayNode]]]:
+    """A head with one CPU and no GPU and a node per entry of `gpus` (its label, the GPUs it declares; one
+    CPU each), token authentication on, and this process joined to it as the campaign's driver."""
     import ray
 
-    # node_a declares 2 GPUs and 1 CPU: the campaign wants one evaluator per GPU (1 CPU each), Ray places one
-    head = RayHead(num_cpus=1, num_gpus=0, dashboard=False, token=secrets.token_hex(16)).start()
+    head = RayHead(num_cpus=1, num_gpus=0, dashboard=False, token=secrets.token_hex(16), system=system).start()
     nodes: list[RayNode] = []
     try:
-        nodes.append(RayNode(head, "node_a", num_cpus=1, num_gpus=2).start())
+        nodes += [RayNode(head, label, num_cpus=1, num_gpus=n).start() for label, n in gpus.items()]
         for key in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
             monkeypatch.setenv(key, head.env()[key])
         reload_ray_config()  # Ray reads its mode and token once per process
         ray.init(address=head.address, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
                  logging_level=logging.WARNING)
+        yield head, nodes
+    finally:
+        ray.shutdown()
+        monkeypatch.undo()
+        reload_ray_config()
+        for node in nodes:
+            node.stop()
+        head.stop()
+
+
+def run_beside(c: Campaign, out: io.StringIO, action: Callable[[], None]) -> tuple[dict[str, Any], str]:
+    """(summary, what it printed) of `c` run here while `action` runs beside it; the campaign is stopped
+    when the action ends, and an action that failed fails the test."""
+    trouble: list[BaseException] = []
+
+    def act() -> None:
+        try:
+            action()
+        except BaseException as e:  # reported below
+            trouble.append(e)
+        finally:
+            c.request_stop()
+
+    helper = threading.Thread(target=act, daemon=True)
+    helper.start()
+    summary = c.run()
+    helper.join(timeout=60)
+    text = out.getvalue()
+    assert not trouble, f"{trouble[0]}\n{text[-4000:]}"
+    assert summary["status"] in ("finished", "interrupted"), text[-3000:]
+    return summary, text
+
+
+def test_a_campaign_begins_with_what_ray_can_place_says_what_it_waits_for_and_takes_a_node_that_joins(
+        tmp_path, monkeypatch):
+    # node_a declares 2 GPUs and 1 CPU: the campaign wants one evaluator per GPU (1 CPU each), Ray places one
+    with cluster(monkeypatch, {"node_a": 2}) as (head, nodes):
         config = write_config(tmp_path, evaluation={"device": "auto", "timeout_s": 60}, evaluators={},
                               islands={"count": 1, "population": 3, "offspring": 2}, budget={"generations": 100})
         c, out = campaign(config)
-        trouble: list[BaseException] = []
 
         def join_a_node() -> None:
-            try:
-                wait_for("the campaign to begin", lambda: "beginning with 1 evaluator(s)" in out.getvalue())
-                nodes.append(RayNode(head, "node_b", num_cpus=2, num_gpus=1).start())
-                wait_for("an evaluator on node_b", lambda: JOINED.search(out.getvalue()) is not None)
-                name = JOINED.search(out.getvalue())[1]  # type: ignore[index]
-                wait_for(f"an evaluation by {name}, which joined", lambda: name in evaluated_by(c.store.path))
-            except BaseException as e:  # reported by the test below
-                trouble.append(e)
-            finally:
-                c.request_stop()
+            wait_for("the campaign to begin", lambda: "beginning with 1 evaluator(s)" in out.getvalue())
+            nodes.append(RayNode(head, "node_b", num_cpus=2, num_gpus=1).start())
+            wait_for("an evaluator on node_b", lambda: JOINED.search(out.getvalue()) is not None)
+            name = JOINED.search(out.getvalue())[1]  # type: ignore[index]
+            wait_for(f"an evaluation by {name}, which joined", lambda: name in evaluated_by(c.store.path))
 
-        helper = threading.Thread(target=join_a_node, daemon=True)
-        helper.start()
-        summary = c.run()
-        helper.join(timeout=60)
-        assert not trouble, f"{trouble[0]}\n{out.getvalue()[-4000:]}"
-        text = out.getvalue()
-        assert summary["status"] in ("finished", "interrupted"), text[-3000:]
+        _, text = run_beside(c, out, join_a_node)
         # said before it began: what each evaluator needs and what the nodes have
         said = text.split("beginning with 1 evaluator(s)", 1)[1].splitlines()[0]
         assert "1 evaluator(s) not started yet: each needs 1 CPU, 1 GPU" in said, said
@@ -148,13 +178,6 @@ def test_a_campaign_begins_with_what_ray_can_place_says_what_it_waits_for_and_ta
         assert joined[0]["name"] in names and len(names) >= 2, names
         records = [r for r in MsgpackLog(c.store.path / "history.msgpack").read() if r["kind"] == "evaluation"]
         assert_nothing_evaluated_twice(records)
-    finally:
-        ray.shutdown()
-        monkeypatch.undo()
-        reload_ray_config()
-        for node in nodes:
-            node.stop()
-        head.stop()
 
 
 # the head notices a node whose raylet is gone after about 10 refused health checks a second apart (by
@@ -177,56 +200,33 @@ def more_generations(out: io.StringIO, seen: int) -> bool:
 
 
 def test_a_node_lost_three_times_at_different_points_loses_no_evaluation_and_none_twice(tmp_path, monkeypatch):
-    import ray
-
     from evo.app.run_data import load_run
     from evo.app.run_stats import timeline
 
-    head = RayHead(num_cpus=1, num_gpus=0, dashboard=False, token=secrets.token_hex(16), system=FAST_DEATH).start()
-    nodes: list[RayNode] = []
     lost: list[str] = []
-    try:
-        nodes.append(RayNode(head, "node_a", num_cpus=1, num_gpus=1).start())
-        nodes.append(RayNode(head, "node_b0", num_cpus=1, num_gpus=1).start())
-        for key in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
-            monkeypatch.setenv(key, head.env()[key])
-        reload_ray_config()
-        ray.init(address=head.address, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
-                 logging_level=logging.WARNING)
+    with cluster(monkeypatch, {"node_a": 1, "node_b0": 1}, system=FAST_DEATH) as (head, nodes):
         config = write_config(tmp_path, evaluation={"device": "auto", "timeout_s": 60}, evaluators={},
                               islands={"count": 2, "population": 3, "offspring": 3}, budget={"generations": 200})
         c, out = campaign(config)
-        trouble: list[BaseException] = []
         points = random.Random(41).sample([0.2, 0.8, 1.5, 2.5, 4.0], 3)  # seconds into a generation
 
         def lose_the_node_three_times() -> None:
-            try:
-                wait_for("both evaluators", lambda: "evaluating on" in out.getvalue())
-                for k, delay in enumerate(points):
-                    label = f"node_b{k}"
-                    if k:  # the replacement of the lost node's evaluator, placed on the node that took its place
-                        wait_for(f"an evaluator on {label}", functools.partial(joined_at_least, out, k))
-                    seen = generations(out.getvalue())
-                    wait_for("a generation to begin", functools.partial(more_generations, out, seen))
-                    time.sleep(delay)
-                    lost.append(node_id(label))
-                    nodes[-1].kill()
-                    nodes.append(RayNode(head, f"node_b{k + 1}", num_cpus=1, num_gpus=1).start())
-                wait_for("the last replacement", functools.partial(joined_at_least, out, len(points)))
-                seen = generations(out.getvalue()) + 1
-                wait_for("a generation after it", functools.partial(more_generations, out, seen))
-            except BaseException as e:  # reported by the test below
-                trouble.append(e)
-            finally:
-                c.request_stop()
+            wait_for("both evaluators", lambda: "evaluating on" in out.getvalue())
+            for k, delay in enumerate(points):
+                label = f"node_b{k}"
+                if k:  # the replacement of the lost node's evaluator, placed on the node that took its place
+                    wait_for(f"an evaluator on {label}", functools.partial(joined_at_least, out, k))
+                seen = generations(out.getvalue())
+                wait_for("a generation to begin", functools.partial(more_generations, out, seen))
+                time.sleep(delay)
+                lost.append(node_id(label))
+                nodes[-1].kill()
+                nodes.append(RayNode(head, f"node_b{k + 1}", num_cpus=1, num_gpus=1).start())
+            wait_for("the last replacement", functools.partial(joined_at_least, out, len(points)))
+            seen = generations(out.getvalue()) + 1
+            wait_for("a generation after it", functools.partial(more_generations, out, seen))
 
-        helper = threading.Thread(target=lose_the_node_three_times, daemon=True)
-        helper.start()
-        summary = c.run()
-        helper.join(timeout=60)
-        text = out.getvalue()
-        assert not trouble, f"{trouble[0]}\n{text[-4000:]}"
-        assert summary["status"] in ("finished", "interrupted"), text[-3000:]
+        _, text = run_beside(c, out, lose_the_node_three_times)
         run_dir = c.store.path
         records = [r for r in MsgpackLog(run_dir / "history.msgpack").read() if r["kind"] == "evaluation"]
         assert_nothing_evaluated_twice(records)
@@ -251,10 +251,3 @@ def test_a_node_lost_three_times_at_different_points_loses_no_evaluation_and_non
         assert sum(m.what == "evaluator joined" for m in moments) >= 3
         assert text.count(" lost (it had evaluator-") == 3, text[-3000:]
         assert not events(run_dir, "evaluator_unavailable"), text[-3000:]
-    finally:
-        ray.shutdown()
-        monkeypatch.undo()
-        reload_ray_config()
-        for node in nodes:
-            node.stop()
-        head.stop()
