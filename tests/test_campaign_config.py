@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,15 @@ def test_every_shipped_config_is_a_valid_campaign(path):
     assert task.seed_source, f"{path.name}: the task needs a seed to start a campaign from"
     assert cfg.mutators and {m.kind for m in cfg.mutators} <= set(MUTATOR_KINDS)
     assert cfg.budget is not None and (cfg.budget.generations or cfg.budget.wall_time_s)
+
+
+def test_every_file_a_shipped_config_points_to_exists():
+    # a comment such as "settings of each kind: evo/contracts/mutator_config.py" sends a reader there
+    named = {(p.name, m) for p in (ROOT / "configs").glob("*.yaml")
+             for m in re.findall(r"[\w./-]+\.(?:py|yaml|md)\b", p.read_text())}
+    missing = [(config, path) for config, path in named if "/" in path and not (ROOT / path).exists()
+               and not (ROOT / "configs" / path).exists()]
+    assert named and not missing, missing
 
 
 def test_the_demo_and_cluster_configs_exist():
