@@ -209,11 +209,9 @@ class EvaluationBroker:
     async def _joined(self, name: str, actor: Any) -> None:
         try:
             info: EvaluatorInfo = await _awaitable(actor.info.remote())
-        except Exception as e:
+        except Exception as e:  # it died or raised before it started (a task of its own: nobody to raise to)
             self._pending.pop(name, None)
             self.actors.pop(name, None)
-            if not (self.rt.died(e) or self.rt.failed(e)):
-                raise
             self._start_failures += 1
             if self._started and self._start_failures < MAX_START_FAILURES:
                 self._ask()  # placed on a node that went away meanwhile (Ray cancels it): ask again
@@ -231,6 +229,7 @@ class EvaluationBroker:
         if wrong:
             self.rt.kill(actor)
             self.actors.pop(name, None)
+            self._start_failures = MAX_START_FAILURES  # it would be so again: ask for no more
             self._not_started(name, wrong)
             return
         self.ledger.device = info.device

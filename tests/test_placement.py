@@ -86,3 +86,30 @@ def test_the_words_name_each_node():
     text = placement_text(Cluster([], asked=1, fits=0).placement())
     assert text == ("1 evaluator(s) not started yet: each needs 1 CPU, 1 GPU; free now: 0 CPU, 1 GPU; nodes in all: "
                     "10.0.0.1 (aaaaaaaa): 1 CPU, 2 GPU, room for 0")
+
+
+def broken(task: Any, settings: Any, device: str) -> Any:
+    raise RuntimeError("this evaluator cannot be built here")
+
+
+def test_an_evaluator_that_cannot_start_is_an_error_naming_why_before_the_campaign_begins(tmp_path):
+    from evo.contracts.config import EvaluationConfig, TaskConfig
+    from evo.contracts.native_task import TASK_LIBRARY
+    from evo.contracts.task_files import TaskFiles
+    from islands.actors import start_broker
+    from islands.broker import BrokerSpec
+    from islands.evaluator_actor import EvaluatorSpec
+    from islands.local_runtime import LocalRuntime
+
+    task_files = TaskFiles.collect(TaskConfig(name="softmax"), TASK_LIBRARY)
+    spec = BrokerSpec(EvaluatorSpec(task_files, EvaluationConfig(device="cpu"), broken), 2, 0.0, 0.0,
+                      task_files.build().key, str(tmp_path / "history.msgpack"), actor_timeout_s=60)
+    rt = LocalRuntime()
+    broker = start_broker(spec, rt)
+    try:
+        rt.get(broker.start.remote(), timeout=60)
+        with pytest.raises(Exception, match="BrokerError: evaluator-. failed to start: .*cannot be built here"):
+            for _ in range(10):
+                rt.get(broker.wait_started.remote(30.0), timeout=60)
+    finally:
+        rt.get(broker.shutdown.remote(), timeout=60)
