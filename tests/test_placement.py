@@ -108,7 +108,7 @@ def test_an_evaluator_that_cannot_start_is_an_error_naming_why_before_the_campai
     broker = start_broker(spec, rt)
     try:
         rt.get(broker.start.remote(), timeout=60)
-        with pytest.raises(Exception, match="BrokerError: evaluator-. failed to start: .*cannot be built here"):
+        with pytest.raises(Exception, match=r"BrokerError: evaluator-. failed to start: .*cannot be built here"):
             for _ in range(10):
                 rt.get(broker.wait_started.remote(30.0), timeout=60)
     finally:
