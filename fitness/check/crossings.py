@@ -48,6 +48,8 @@ class Split:
             seen = set(np.unique(self.outcome[:min(largest, DOMAIN)]).tolist())
         else:
             seen = {bool(self.outcome[v]) for v in seen_sizes if 0 <= v < DOMAIN}
+        if len(seen) == 2:  # both outcomes seen: none is new (and a periodic condition turns a million times)
+            return None
         for point in change_points(self.outcome):
             if bool(self.outcome[point]) not in seen and 2 <= point <= LARGEST_THRESHOLD + 1:
                 return int(point)
