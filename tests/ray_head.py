@@ -36,6 +36,20 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
+def processes_naming(*marks: bytes) -> list[int]:
+    """The processes whose command line holds one of `marks` (a temp dir, a port)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmdline = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if any(m in cmdline for m in marks):
+                out.append(int(d.name))
+    return out
+
+
 def kill_at_once(proc: subprocess.Popen[bytes] | None, pids: list[int]) -> None:
     """SIGKILL to the process group of `proc` (a `ray start --block`) and to `pids`; then reap `proc`."""
     if proc is not None:
@@ -122,15 +136,7 @@ class RayHead:
 
     def _own_pids(self) -> list[int]:
         """Processes still running from this head's temp dir (Ray names it in their command lines)."""
-        pids = []
-        for d in Path("/proc").iterdir():
-            if d.name.isdigit():
-                try:
-                    if self.tmp.encode() in (d / "cmdline").read_bytes():
-                        pids.append(int(d.name))
-                except OSError:
-                    pass
-        return pids
+        return processes_naming(self.tmp.encode())
 
     def kill(self) -> None:
         """The head's machine gone at once: SIGKILL to every process of it (GCS, raylet, dashboard, workers)."""
@@ -210,26 +216,7 @@ class RayNode:
     def pids(self) -> list[int]:
         """The node's processes: its `ray start`'s group and whatever runs from its temp dir or on its
         node-manager port (the raylet, its workers)."""
-        marks = (self.tmp.encode(), f"--node_manager_port={self.ports['node-manager-port']}".encode())
-        out = []
-        for d in Path("/proc").iterdir():
-            if d.name.isdigit():
-                try:
-                    cmdline = (d / "cmdline").read_bytes()
-                except OSError:
-                    continue
-                if any(m in cmdline for m in marks):
-                    out.append(int(d.name))
-        return out
-
-    def raylet_pid(self) -> int | None:
-        for pid in self.pids():
-            try:
-                if b"raylet" in (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")[0]:
-                    return pid
-            except OSError:
-                continue
-        return None
+        return processes_naming(self.tmp.encode(), f"--node_manager_port={self.ports['node-manager-port']}".encode())
 
     def kill(self) -> None:
         """SIGKILL to every process of the node, at once."""

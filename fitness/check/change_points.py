@@ -12,6 +12,7 @@ the values at which its outcome differs from the value before are where a path m
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import operator
 from collections.abc import Callable
@@ -34,6 +35,14 @@ _CMP: dict[type, Callable[[Value, Value], Value]] = {
 }
 
 
+@functools.cache
+def _domain() -> np.ndarray:
+    """The unknown's values, made once (16 MB); read only: every operation on it makes a new array."""
+    x = np.arange(DOMAIN, dtype=np.int64)
+    x.flags.writeable = False
+    return x
+
+
 class _NotSolvable(Exception):
     pass
 
@@ -44,7 +53,7 @@ class _Side:
     def __init__(self, names: dict[str, int]) -> None:
         self.names = names
         self.unknown: str | None = None
-        self.x = np.arange(DOMAIN, dtype=np.int64)
+        self.x = _domain()
 
     def eval(self, e: ast.expr) -> Value:
         if isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool):

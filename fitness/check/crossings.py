@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import itertools
 
 import numpy as np
@@ -38,6 +39,11 @@ class Split:
     outcome: np.ndarray | None = None
     past: int = 0
 
+    @functools.cached_property
+    def points(self) -> np.ndarray:
+        """Where the outcome turns (`change_points`), found once for every dimension asked about."""
+        return change_points(self.outcome) if self.outcome is not None else np.array([], dtype=np.int64)
+
     def first_unseen(self, seen_sizes: list[int]) -> int | None:
         """The first value at which the outcome differs from every outcome the sizes `seen_sizes` of the
         unknown's dimension gave (None when none does): the value a size must take or hold."""
@@ -50,7 +56,7 @@ class Split:
             seen = {bool(self.outcome[v]) for v in seen_sizes if 0 <= v < DOMAIN}
         if len(seen) == 2:  # both outcomes seen: none is new (and a periodic condition turns a million times)
             return None
-        for point in change_points(self.outcome):
+        for point in self.points:
             if bool(self.outcome[point]) not in seen and 2 <= point <= LARGEST_THRESHOLD + 1:
                 return int(point)
         return None
