@@ -31,7 +31,7 @@ over wall seconds while any candidate was in the broker.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import copy
 import functools
 import time
 from collections.abc import Callable, Sequence
@@ -540,10 +540,12 @@ class EvaluationBroker:
                             "node": dead.node_id, "replacement": replacement, "time": time.time()})
 
     async def get_stats(self) -> EvaluationStats:
-        """The figures so far (wall seconds of work in progress included)."""
-        if self._in_broker == 0:
-            return self.stats
-        return dataclasses.replace(self.stats, queued_s=self.stats.queued_s + time.monotonic() - self._queued_since)
+        """The figures so far (wall seconds of work in progress included): a copy, all of one moment
+        (the local executor's caller shares this process, and the counts go on changing after this)."""
+        snapshot = copy.deepcopy(self.stats)
+        if self._in_broker > 0:
+            snapshot.queued_s += time.monotonic() - self._queued_since
+        return snapshot
 
     def _full_run_estimate(self, c: Candidate) -> float | None:
         """The CPU seconds the latency model estimated a full run of `c` at the bench size takes (from its

@@ -92,3 +92,26 @@ def test_a_batch_that_hangs_costs_no_other_candidate_its_verdict(tmp_path):
     assert all(v.ok for i, v in enumerate(verdicts) if i != 5), [(v.status, v.reason) for v in verdicts]
     assert stats.evaluations == 12 and stats.replaced >= 2
     assert any("batch" in i for v in verdicts for i in v.incidents)  # it hung in a batch first
+
+
+def test_the_figures_the_broker_gives_are_of_one_moment_and_stay_so(tmp_path):
+    # the local executor's caller shares the broker's process: what it holds must not change under it
+    task_files = TaskFiles.collect(TaskConfig(name="softmax"), TASK_LIBRARY)
+    spec = BrokerSpec(EvaluatorSpec(task_files, EvaluationConfig(device="cpu"), instant), 1, 0.0, 0.0,
+                      task_files.build().key, str(tmp_path / "history.msgpack"), actor_timeout_s=60.0)
+    rt = LocalRuntime()
+    broker = start_broker(spec, rt)
+    props = proposals(6)
+    try:
+        rt.get(broker.start.remote(), timeout=120)
+        rt.get(broker.wait_started.remote(120.0), timeout=180)
+        rt.get(broker.begin.remote(), timeout=60)
+        rt.get(broker.evaluate_many.remote(props[:2], "full"), timeout=300)
+        first = rt.get(broker.get_stats.remote())
+        rt.get(broker.evaluate_many.remote(props[2:], "full"), timeout=300)
+        later = rt.get(broker.get_stats.remote())
+    finally:
+        rt.get(broker.shutdown.remote(), timeout=60)
+    assert (first.evaluations, dict(first.fresh)) == (2, {"full": 2})
+    assert sum(t.evaluations for t in first.tallies.values()) == 2
+    assert later.evaluations == 6 and sum(t.evaluations for t in later.tallies.values()) == 6

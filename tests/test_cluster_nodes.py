@@ -223,6 +223,9 @@ def test_a_node_lost_three_times_at_different_points_loses_no_evaluation_and_non
                 nodes[-1].kill()
                 nodes.append(RayNode(head, f"node_b{k + 1}", num_cpus=1, num_gpus=1).start())
             wait_for("the last replacement", functools.partial(joined_at_least, out, len(points)))
+            # a node's loss is said once the head has declared it dead (~10 s after the kill with FAST_DEATH),
+            # which may come after its evaluator's replacement has joined
+            wait_for("the three losses said", lambda: out.getvalue().count(" lost (it had evaluator-") >= len(points))
             seen = generations(out.getvalue()) + 1
             wait_for("a generation after it", functools.partial(more_generations, out, seen))
 

@@ -435,6 +435,7 @@ class Campaign:
             if status == "finished" and self.checkpointed != self.generation:
                 self._checkpoint()  # also writes the best kernel
             # when interrupted, islands may be mid-generation: the last checkpoint stands
+            self._final_stats()
             self.summary = self._summary(None)
             self.store.write_summary(self.summary)
             self.store.events.append({"kind": "stop", "status": status, "reason": reason,
@@ -446,6 +447,16 @@ class Campaign:
         finally:
             self.display.close()
             self._shutdown()
+
+    def _final_stats(self) -> None:
+        """The broker's figures as the session ends (the last island report may predate work other islands
+        did since); the last ones known when the broker is gone or does not answer."""
+        if self.broker is None or self.abandoned:
+            return
+        try:
+            self.stats = self.rt.get(self.broker.get_stats.remote(), timeout=30)
+        except Exception:  # killed or hung: the figures of the last report stand
+            pass
 
     def _write_results(self) -> None:
         best = self._best()
