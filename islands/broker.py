@@ -572,8 +572,9 @@ class EvaluationBroker:
     async def get_device(self) -> str:
         return self.device
 
-    async def shutdown(self) -> None:
-        """Close the evaluators' workers and end the evaluator actors."""
+    async def shutdown(self, patience_s: float = 30.0) -> None:
+        """Close the evaluators' workers and end the evaluator actors (one still busy after `patience_s`
+        is killed; its worker is closed as it goes)."""
         for task in list(self._tasks):
             task.cancel()
         for name in list(self._pending):  # never started: nothing to close
@@ -583,11 +584,11 @@ class EvaluationBroker:
         self._pending.clear()
         actors = list(self.actors.values())
         self.actors.clear()
-        await asyncio.gather(*(self._close(a) for a in actors))
+        await asyncio.gather(*(self._close(a, patience_s) for a in actors))
 
-    async def _close(self, actor: Any) -> None:
+    async def _close(self, actor: Any, patience_s: float) -> None:
         try:
-            await asyncio.wait_for(_awaitable(actor.close.remote()), 30)
+            await asyncio.wait_for(_awaitable(actor.close.remote()), patience_s)
         except Exception:
             pass  # it is killed next either way
         self.rt.kill(actor)

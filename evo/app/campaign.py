@@ -50,6 +50,7 @@ MAX_RESTORES_PER_ROUND = 3
 # A generation without news for this long says what is still in evaluation (a full run at the bench size
 # in Triton's interpreter can take many minutes on a CPU)
 HEARTBEAT_S = 180.0
+CUT_PATIENCE_S = 2.0  # an evaluator busy when the wall-time budget runs out is killed after this
 START_TIMEOUT_S = 600.0  # the longest the campaign waits for its first evaluator to start
 LEVEL_WORDS = {"quick": "in a quick check", "full": "in its check and latency",
                "verified": "in a full run at the bench size (a new best is verified before it counts)"}
@@ -93,6 +94,14 @@ def _last_line(e: BaseException) -> str:
         return (f"out of memory: {lines[0].strip()}" + (f" (node memory {use.group(1)} in use)" if use else "")
                 + "; give the run more memory or fewer evaluators per node, or stop what else runs there")
     return f"{type(e).__name__}: {lines[-1]}" if type(e).__module__ == "builtins" else lines[-1]
+
+
+class BudgetCut(Exception):
+    """The wall-time budget ran out during a generation (`Campaign._round`)."""
+
+    def __init__(self, generation: int, waited_s: float) -> None:
+        super().__init__(f"wall-time budget reached during generation {generation}")
+        self.generation, self.waited_s = generation, waited_s
 
 
 class Campaign:
@@ -211,10 +220,17 @@ class Campaign:
         reports: dict[int, GenerationReport] = {}
         restores = [0] * len(self.actors)
         since = time.monotonic()
+        heartbeat = since + HEARTBEAT_S
         while pending:
-            ref = self.rt.wait_one(list(pending), timeout=HEARTBEAT_S)
+            left = self._time_left()
+            if left is not None and left <= 0:
+                raise BudgetCut(target, time.monotonic() - since)
+            wait = heartbeat - time.monotonic() if left is None else min(heartbeat - time.monotonic(), left)
+            ref = self.rt.wait_one(list(pending), timeout=max(0.05, wait))
             if ref is None:
-                self._heartbeat(target, sorted(pending.values()), time.monotonic() - since)
+                if time.monotonic() >= heartbeat:
+                    self._heartbeat(target, sorted(pending.values()), time.monotonic() - since)
+                    heartbeat = time.monotonic() + HEARTBEAT_S
                 continue
             i = pending.pop(ref)
             try:
@@ -240,6 +256,34 @@ class Campaign:
             else:
                 reports[i] = report
         return [reports[i] for i in range(len(self.actors))]
+
+    def _time_left(self) -> float | None:
+        """Seconds left of the wall-time budget (None without one)."""
+        if self.budget.wall_time_s is None:
+            return None
+        return self.budget.wall_time_s - self.elapsed()
+
+    def _cut(self, cut: BudgetCut) -> str:
+        """End the generation the wall-time budget ran out in: its evaluations in flight are cut short (the
+        actors are ended) and the campaign's results stay those of the last checkpoint; what was evaluated
+        meanwhile is in the history, so a resume with a larger budget does not evaluate it again. The
+        stop reason."""
+        self._final_stats()
+        if self.broker is not None:
+            with contextlib.suppress(Exception):  # busy evaluators are killed after a moment
+                self.rt.get(self.broker.shutdown.remote(CUT_PATIENCE_S), timeout=CUT_PATIENCE_S + 30)
+        for handle in [self.broker, *self.actors]:
+            if handle is not None:
+                with contextlib.suppress(Exception):
+                    self.rt.kill(handle)
+        self.broker, self.actors = None, []
+        budget = self.budget.wall_time_s
+        kept = (f"the results are those of generation {self.checkpointed} (its checkpoint)"
+                if self.checkpointed >= 0 else "no generation had finished, so there is no result yet")
+        self.generation = max(self.checkpointed, 0)
+        return (f"wall-time budget reached ({self.elapsed():.0f} s of {budget:.0f} s): generation {cut.generation}, "
+                f"{duration_words(cut.waited_s)} in, was cut short; {kept}; evaluations made meanwhile are kept "
+                "for --resume")
 
     def _heartbeat(self, target: int, islands: list[int], waited: float) -> None:
         """Say what a long generation is waiting for."""
@@ -395,6 +439,8 @@ class Campaign:
                         raise KeyboardInterrupt
                     self.advance()
             self.finish("finished", reason)
+        except BudgetCut as cut:
+            self.finish("finished", self._cut(cut))
         except BaseException as e:
             if self.abandoned:  # whatever the killed actors made of the generation in progress
                 self.finish("interrupted", f"quit during generation {self.generation}; continue with --resume "
@@ -432,7 +478,7 @@ class Campaign:
             return  # finished already (an error while finishing lands here a second time)
         self.status, self.reason = status, reason
         try:
-            if status == "finished" and self.checkpointed != self.generation:
+            if status == "finished" and self.checkpointed != self.generation and self.actors:
                 self._checkpoint()  # also writes the best kernel
             # when interrupted, islands may be mid-generation: the last checkpoint stands
             self._final_stats()
@@ -447,6 +493,11 @@ class Campaign:
         finally:
             self.display.close()
             self._shutdown()
+
+    def _over_budget(self) -> float | None:
+        """Seconds the session ran past its wall-time budget (0 when within it; None without one)."""
+        left = self._time_left()
+        return None if left is None else round(max(0.0, -left), 3)
 
     def _final_stats(self) -> None:
         """The broker's figures as the session ends (the last island report may predate work other islands
@@ -477,6 +528,7 @@ class Campaign:
             "evaluations_by_level": dict(self.stats.fresh), "failures": dict(self.stats.failures),
             "proposal_failures": self.proposal_failures(),
             "cache_hits": self.stats.cache_hits, "llm_usd": self.llm_usd, "wall_time_s": round(self.elapsed(), 3),
+            "wall_time_over_budget_s": self._over_budget(),
             "seed": {"id": self.p.seed.id, "latency_ms": self.seed_latency_ms}, "best": best_d,
             "evaluators": [vars(e) for e in self.stats.evaluators], "evaluators_replaced": self.stats.replaced,
             "evaluator_busy": busy_summary(self.stats, self.device),
