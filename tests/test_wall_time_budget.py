@@ -76,8 +76,7 @@ def test_a_wall_time_budget_cuts_the_generation_it_runs_out_in_and_keeps_the_las
 
 def test_a_budget_that_runs_out_before_the_first_generation_ends_says_there_is_no_result(tmp_path):
     config = write_config(tmp_path, budget={"generations": 10, "wall_time_s": 1.0})
-    c, out = local_campaign(config, SLOW_HOOKS)
-    summary = c.run()
+    summary = local_campaign(config, SLOW_HOOKS)[0].run()
     assert summary["status"] == "finished" and "no generation had finished" in summary["stop_reason"]
     assert summary["best"] is None and summary["generation"] == 0
     assert summary["wall_time_over_budget_s"] > 0
