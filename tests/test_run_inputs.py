@@ -29,6 +29,7 @@ def work_folder(tmp_path: Path) -> Path:
     (work / "mytask/notes.txt").write_text("a file the task folder also holds\n")
     shutil.copy(ROOT / "tasks/softmax/seed.py", work / "my_seed.py")
     shutil.copytree(ROOT / "tests/kernelbench", work / "kb")
+    shutil.copy(ROOT / "evo/kernelbench_seeds/23_Softmax.py", work / "kb/softmax_seed.py")
     shutil.copy(ROOT / "configs/llm_records/softmax_standin.jsonl", work / "records.jsonl")
     return work
 
@@ -69,7 +70,7 @@ def test_a_task_module_run_resumes_after_its_folder_is_gone(tmp_path):
 def test_a_kernelbench_run_and_its_replayed_llm_records_resume_from_the_run_alone(tmp_path):
     work = work_folder(tmp_path)
     kb = yaml.safe_load((ROOT / "tests/kernelbench/softmax.yaml").read_text())["task"]
-    task = {**kb, "kernelbench": "kb/23_Softmax.py", "seed": "kb/seeds/softmax.py"}
+    task = {**kb, "kernelbench": "kb/23_Softmax.py", "seed": "kb/softmax_seed.py"}
     llm = {"kind": "llm", "mode": "replay", "record_path": "records.jsonl", "model": "standin-softmax"}
     config = write_config(work, task, mutators=[{"kind": "optuna"}, llm])
     first = prepare(str(config), hooks=HOOKS)
@@ -121,7 +122,7 @@ def test_an_unreadable_kernelbench_or_task_file_is_one_line_and_exit_2(tmp_path,
     else:
         target.write_bytes(content)
     kb = yaml.safe_load((ROOT / "tests/kernelbench/softmax.yaml").read_text())["task"]
-    config = write_config(work, {**kb, "kernelbench": "kb/23_Softmax.py", "seed": "kb/seeds/softmax.py"})
+    config = write_config(work, {**kb, "kernelbench": "kb/23_Softmax.py"})
     p = evo("run", str(config))
     assert p.returncode == 2, p.stderr
     assert problem in p.stderr and "23_Softmax.py" in p.stderr

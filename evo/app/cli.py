@@ -123,6 +123,31 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from evo.app.init import InitError, run_command, write_kernelbench, write_numpy
+    from fitness.evaluate import device_for
+
+    dest = Path(args.name)
+    try:
+        if args.kernelbench:
+            config, seeded = write_kernelbench(dest, Path(args.kernelbench), device_for(args.device or "auto"))
+        else:
+            config, seeded = write_numpy(dest), True
+    except InitError as e:
+        raise UsageError(str(e)) from None
+    written = ", ".join(sorted(p.name for p in config.parent.iterdir()))
+    say(f"wrote {config.parent}/: {written}; checking them as `evo check {config}` does")
+    status = cmd_check(argparse.Namespace(config=str(config), device=args.device))
+    if status != 0:
+        if not seeded:
+            say("no seed kernel ships for this problem: the config's llm mutator writes the first one (its key in "
+                "OPENAI_API_KEY), or write a kernel to seed.py and add `seed: seed.py` under task:")
+        else:
+            say(f"the check failed: fix what it says in {config.parent}, then run `evo check {config}`")
+    say(f"start the campaign with:\n{run_command(config)}")
+    return status
+
+
 def cmd_tasks(args: argparse.Namespace) -> int:
     from evo.app.task_list import task_lines
 
@@ -227,6 +252,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("config")
     c.add_argument("--device", choices=["cpu", "cuda"])
     c.set_defaults(func=cmd_check)
+    i = sub.add_parser("init", help="write a task, seed kernel and config to start from (--numpy) or a config for a "
+                       "KernelBench problem (--kernelbench FILE), check them and print the command that runs them")
+    i.add_argument("name", help="the folder to write (new or empty); its name names the campaign")
+    form = i.add_mutually_exclusive_group(required=True)
+    form.add_argument("--numpy", action="store_true", help="a computation in numpy (an RMS-norm template to edit)")
+    form.add_argument("--kernelbench", metavar="FILE",
+                      help="a KernelBench problem file (sizes chosen for this machine; the seed when one ships for it)")
+    i.add_argument("--device", choices=["cpu", "cuda"], help="the machine the sizes are for (default: this one)")
+    i.set_defaults(func=cmd_init)
     t = sub.add_parser("tasks", help="the library's tasks: dtypes, bench sizes and named workloads (task.workload)")
     t.add_argument("names", nargs="*", help="only these tasks")
     t.set_defaults(func=cmd_tasks)

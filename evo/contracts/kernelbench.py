@@ -306,6 +306,10 @@ class KernelBenchTask(Task):
             self._mode_layers = sorted({type(m).__name__ for m in model.modules() if _depends_on_mode(m)})
         return self._mode_layers
 
+    def constants(self) -> list[str]:
+        """The module-level names a size may override, in the file's order."""
+        return _assigned_constants(self.tree)
+
     def namespace(self, size: Size) -> dict[str, Any]:
         """The problem module executed with `size` overriding its constants."""
         key = size_key(size)

@@ -7,6 +7,7 @@ from pathlib import Path
 from evo.contracts.config import TaskConfig
 from evo.contracts.config_file import ConfigError, resolve_path
 from evo.contracts.kernelbench import KernelBenchTask
+from evo.contracts.kernelbench_seeds import shipped_seed
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks
 from evo.contracts.task import Task, TaskError, Tolerance
 
@@ -19,7 +20,9 @@ def build_task(cfg: TaskConfig, base_dir: Path, *, check_forward: bool = True) -
     if cfg.kernelbench:
         assert cfg.sizes is not None
         path = resolve_path(cfg.kernelbench, base_dir, "task.kernelbench")
-        seed = resolve_path(cfg.seed, base_dir, "task.seed").read_text() if cfg.seed else None
+        shipped = None if cfg.seed else shipped_seed(path)  # none given: the one evo ships for the problem
+        seed = (resolve_path(cfg.seed, base_dir, "task.seed").read_text() if cfg.seed
+                else shipped.read_text() if shipped is not None else None)
         problem = KernelBenchTask(
             path, check_sizes=cfg.sizes.check, bench_sizes=cfg.sizes.bench or cfg.sizes.check,
             dtype=cfg.dtype or "float32", seed_source=seed, redraw_params=cfg.redraw_params,

@@ -1,3 +1,5 @@
+# kernelbench problem: afcb7536ca4ca27d
+# kernelbench problem: ddd449e2421b19c4
 """Argmax over dim 1 of a (batch, dim1, dim2) tensor: one program per (batch, column block) walks dim1;
 a strictly greater value takes over, so the first of equal maxima wins, as in torch.argmax."""
 
@@ -21,6 +23,7 @@ def _argmax(x_ptr, y_ptr, D1, D2, BLOCK: tl.constexpr):
 
 
 PARAMS = {"BLOCK": 32}
+SPACE = {"BLOCK": [16, 32, 64, 128, 256]}
 
 
 def launch(x, y, *, BLOCK):

@@ -1,3 +1,5 @@
+# kernelbench problem: 653768351342e28a
+# kernelbench problem: fcad66fc15cdb914
 import torch
 import triton
 import triton.language as tl

@@ -1,3 +1,5 @@
+# kernelbench problem: 0408c40b9be031e6
+# kernelbench problem: f6af8f7462480683
 """Exact GELU, 0.5 x (1 + erf(x / sqrt 2)), elementwise in 1-D blocks, with libdevice's erf."""
 
 import triton

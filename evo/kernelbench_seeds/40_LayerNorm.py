@@ -1,3 +1,5 @@
+# kernelbench problem: cf7304051be388d5
+# kernelbench problem: abc5d0d978def3e4
 import triton
 import triton.language as tl
 
@@ -26,6 +28,7 @@ def _ln(x_ptr, w_ptr, b_ptr, y_ptr, n, eps, BLOCK: tl.constexpr):
 
 
 PARAMS = {"BLOCK": 128}
+SPACE = {"BLOCK": [64, 128, 256, 512, 1024, 2048, 4096]}
 
 
 def launch(x, weight, bias, y, *, BLOCK):

@@ -1,3 +1,4 @@
+# kernelbench problem: a7b6577642cd00b6
 import triton
 import triton.language as tl
 
@@ -11,6 +12,7 @@ def _scale(a_ptr, s_ptr, c_ptr, n, BLOCK: tl.constexpr):
 
 
 PARAMS = {"BLOCK": 1024}
+SPACE = {"BLOCK": [256, 512, 1024, 2048, 4096]}
 
 
 def launch(A, s, C, *, BLOCK):

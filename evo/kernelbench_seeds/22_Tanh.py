@@ -1,3 +1,5 @@
+# kernelbench problem: acbf1980dc8b2244
+# kernelbench problem: 3a5bb1af7f8f274e
 import triton
 import triton.language as tl
 from triton.language.extra import libdevice
@@ -12,6 +14,7 @@ def _tanh(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 
 PARAMS = {"BLOCK": 1024}
+SPACE = {"BLOCK": [256, 512, 1024, 2048, 4096]}
 
 
 def launch(x, y, *, BLOCK):

@@ -1,0 +1,103 @@
+"""`evo init`: a newcomer's folder for a numpy computation or a KernelBench problem, checked, and the
+command it prints runs the campaign to its end."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from .conftest import ROOT
+
+KB = ROOT / "tests" / "kernelbench" / "level1"
+
+
+def evo(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    return subprocess.run([sys.executable, "-m", "evo", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env={**env, "PYTHONPATH": str(ROOT)})
+
+
+def started_by(p: subprocess.CompletedProcess[str]) -> str:
+    """The command `evo init` printed last, the one that starts the campaign."""
+    lines = p.stderr.strip().splitlines()
+    assert "start the campaign with:" in lines[-2], p.stderr[-2000:]
+    return lines[-1]
+
+
+def run_printed(command: str, cwd: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    p = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=900,
+                       env={**env, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_init_numpy_writes_a_task_that_passes_its_check_and_a_campaign_that_runs(tmp_path):
+    p = evo("init", "my_norm", "--numpy", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    folder = tmp_path / "my_norm"
+    assert sorted(f.name for f in folder.iterdir()) == ["campaign.yaml", "seed.py", "task.py"]
+    check = json.loads(p.stdout.strip().splitlines()[-1])
+    assert check["ok"] and check["task"] == "my_norm"  # the folder names the task
+    cfg = yaml.safe_load((folder / "campaign.yaml").read_text())
+    assert cfg["name"] == "my_norm" and cfg["task"] == {"path": "task.py"}
+    command = started_by(p)
+    assert command.endswith("-m evo run my_norm/campaign.yaml")
+    assert command in (folder / "campaign.yaml").read_text()  # the config says how it is started, too
+    summary = run_printed(command, tmp_path)
+    assert summary["status"] == "finished" and summary["evaluations"] > 0
+    assert summary["best_speedup"] > 1.0  # the naive seed's tiles leave room the first generations find
+    # a second init of the same name writes nothing
+    before = {f.name: f.read_bytes() for f in folder.iterdir() if f.is_file()}
+    again = evo("init", "my_norm", "--numpy", cwd=tmp_path)
+    assert again.returncode == 2 and "exists and is not an empty folder" in again.stderr, again.stderr
+    assert "Traceback" not in again.stderr
+    assert {f.name: f.read_bytes() for f in folder.iterdir() if f.is_file()} == before
+
+
+def test_init_kernelbench_finds_the_shipped_seed_by_content_and_the_campaign_runs(tmp_path):
+    problems = tmp_path / "problems"
+    problems.mkdir()
+    shutil.copy(KB / "23_Softmax.py", problems / "row_softmax.py")  # the seed is found whatever the name
+    p = evo("init", "kb_softmax", "--kernelbench", "problems/row_softmax.py", "--device", "cpu", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    folder = tmp_path / "kb_softmax"
+    assert (folder / "seed.py").is_file() and "kernelbench problem:" not in (folder / "seed.py").read_text()
+    task = yaml.safe_load((folder / "campaign.yaml").read_text())["task"]
+    assert task["kernelbench"] == "../problems/row_softmax.py" and task["seed"] == "seed.py"
+    [bench] = task["sizes"]["bench"]
+    assert bench["batch_size"] * bench["dim"] <= 1 << 16  # the interpreter runs it in full
+    assert {"batch_size": 1, "dim": 3} in task["sizes"]["check"]
+    # the printed command, on the config with one generation for the test's time (the numpy test runs the
+    # config as written)
+    config = folder / "campaign.yaml"
+    config.write_text(config.read_text().replace("  generations: 4\n", "  generations: 1\n"))
+    summary = run_printed(started_by(p), tmp_path)
+    assert summary["status"] == "finished" and summary["evaluations"] > 0
+
+
+def test_init_kernelbench_without_a_shipped_seed_says_how_to_get_a_first_kernel(tmp_path):
+    problem = tmp_path / "log_softmax.py"
+    problem.write_text((KB / "23_Softmax.py").read_text().replace("torch.softmax(", "torch.log_softmax("))
+    p = evo("init", "kb_log_softmax", "--kernelbench", str(problem), cwd=tmp_path)
+    assert p.returncode == 1, p.stderr[-3000:]
+    assert "no seed kernel ships for this problem" in p.stderr and "seed: seed.py" in p.stderr
+    assert "Traceback" not in p.stderr
+    folder = tmp_path / "kb_log_softmax"
+    assert not (folder / "seed.py").exists()
+    cfg = yaml.safe_load((folder / "campaign.yaml").read_text())
+    assert [m["kind"] for m in cfg["mutators"]] == ["optuna", "stoke", "llm"]  # the model writes the first one
+    check = json.loads(p.stdout.strip().splitlines()[-1])
+    assert not check["ok"] and [f["name"] for f in check["findings"] if not f["ok"]] == ["seed candidate passes"]
+
+
+def test_init_refuses_a_missing_problem_file_in_one_line(tmp_path):
+    p = evo("init", "x", "--kernelbench", "nowhere.py", cwd=tmp_path)
+    assert p.returncode == 2 and "nowhere.py: no such file" in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "x").exists()
