@@ -116,3 +116,13 @@ def test_check_sizes_the_problem_cannot_run_are_left_out_and_none_at_all_is_an_e
     narrow.write_text(POOL.replace("kernel_size = 4", "kernel_size = 60"))  # wider than any check length
     with pytest.raises(TaskError, match=r"no check size found for narrow.py .*write task.sizes by hand"):
         check_sizes(narrow, problem_dimensions(narrow))
+
+
+def test_evo_tasks_lists_the_problems_a_seed_ships_for(capsys):
+    from evo.app.cli import main
+
+    assert main(["tasks"]) == 0
+    out = capsys.readouterr().out
+    assert "KernelBench level 1, seeds shipped for 8 problems" in out
+    assert "\n  23_Softmax\n" in out and "\n  95_CrossEntropyLoss\n" in out
+    assert main(["tasks", "softmax"]) == 0 and "KernelBench" not in capsys.readouterr().out  # only those named

@@ -1,8 +1,10 @@
 """`evo tasks`: what the task library offers, in words: each task's dtypes, bench sizes (with their
-weights) and the named workloads a config can pick with ``task.workload``, with their sources."""
+weights) and the named workloads a config can pick with ``task.workload``, with their sources; and the
+KernelBench problems a seed ships for."""
 
 from __future__ import annotations
 
+from evo.contracts.kernelbench_seeds import shipped_seeds
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks
 from evo.contracts.task import Task
 from evo.contracts.workload import shape_text, weighted_shapes_text
@@ -30,4 +32,16 @@ def task_lines(names: list[str]) -> list[str]:
             task.use_workload(w.name)
             lines.append(f"  workload {w.name}: {_sizes(task)}")
             lines.append(f"    from: {w.source}")
+    if not names:
+        lines += kernelbench_lines()
     return lines
+
+
+def kernelbench_lines() -> list[str]:
+    """The KernelBench problems a seed ships for (`evo.contracts.kernelbench_seeds`)."""
+    seeds = sorted(set(shipped_seeds().values()), key=lambda p: int(p.stem.split("_")[0]))
+    if not seeds:
+        return []
+    return [f"KernelBench level 1, seeds shipped for {len(seeds)} problems (task: {{kernelbench: FILE}} with no "
+            "seed: starts from them; evo init NAME --kernelbench FILE):",
+            *(f"  {p.stem}" for p in seeds)]
