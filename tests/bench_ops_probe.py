@@ -117,7 +117,7 @@ def kernelbench_eye(ops: Any, runner: Any) -> dict[str, Any]:
         tol = task.tolerance_for(task.dtype)
         ops.handle("bench_setup", {"key": "kb", "inputs": ins, "outputs": outs, "copies": 2,
                                    "task": task_info(task, size), "tolerance": [tol.atol, tol.rtol]})
-        seed = Candidate.from_file(ROOT / "tests" / "kernelbench" / "seeds" / "softmax.py")
+        seed = Candidate.from_file(ROOT / "evo" / "kernelbench_seeds" / "23_Softmax.py")
         runner.load({"name": seed.id, "source": seed.source, "params": seed.params})
         reply: dict[str, Any] = ops.handle("bench", {"key": "kb", "timer": TIMER, "spin_up": SPIN, "which": "module"})
     return reply

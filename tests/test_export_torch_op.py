@@ -101,7 +101,7 @@ def test_the_written_test_fails_for_a_kernel_that_is_wrong_on_some_inputs(tmp_pa
 def test_a_kernelbench_op_takes_the_model_weights_after_the_inputs(tmp_path):
     """KernelBench's LayerNorm: the op's arguments are x, then the Model's weight and bias."""
     cfg = TaskConfig.model_validate(yaml.safe_load((KB / "layernorm.yaml").read_text())["task"])
-    best = Candidate.from_source((KB / "seeds" / "layernorm.py").read_text())
+    best = Candidate.from_source((ROOT / "evo" / "kernelbench_seeds" / "40_LayerNorm.py").read_text())
     run = run_with_best(tmp_path, "layernorm", best, cfg, KB)
     assert export(run, "evotest::kb_layernorm") == 0
     text = (run / "export" / "torch_op.py").read_text()
@@ -114,7 +114,7 @@ def test_a_number_among_a_kernelbench_problems_inputs_is_a_python_number_in_the_
     """5_Matrix_scalar_multiplication's forward takes (A, s: float): so does the op, which hands s to the
     kernel as the 0-d tensor it was checked with; another s gives A * s, not A * 3.14."""
     cfg = TaskConfig.model_validate(yaml.safe_load((KB / "scalar.yaml").read_text())["task"])
-    best = Candidate.from_source((KB / "seeds" / "scalar.py").read_text())
+    best = Candidate.from_source((ROOT / "evo" / "kernelbench_seeds" / "5_Matrix_scalar_multiplication.py").read_text())
     run = run_with_best(tmp_path, "vector_add", best, cfg, KB)
     assert export(run, "evotest::kb_scale") == 0
     module = run / "export" / "torch_op.py"

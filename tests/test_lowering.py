@@ -98,9 +98,12 @@ def test_no_correct_kernel_within_the_attempts_ends_with_the_last_verdict_and_le
 def test_a_kernelbench_problem_runs_without_a_hand_written_seed(tmp_path):
     kb = ROOT / "tests" / "kernelbench"
     task = yaml.safe_load((kb / "softmax.yaml").read_text())["task"]
-    del task["seed"]
-    task["kernelbench"] = str(kb / task["kernelbench"])
-    written = (kb / "seeds" / "softmax.py").read_text()
+    assert "seed" not in task
+    # the problem as a user may have edited it: no seed ships for it (the one for 23_Softmax would be used)
+    problem = tmp_path / "my_softmax.py"
+    problem.write_text((kb / task["kernelbench"]).read_text().replace("dim=1)", "dim=-1)"))
+    task["kernelbench"] = str(problem)
+    written = (ROOT / "evo" / "kernelbench_seeds" / "23_Softmax.py").read_text()
     with FakeOpenAI([Reply(fenced(written))]) as server:
         cfg = config(tmp_path, task, llm={"base_url": server.base_url})
         prepared = prepare(str(cfg))
