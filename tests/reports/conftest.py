@@ -121,15 +121,21 @@ def _quit_mid_generation(ablation: Any, directory: Path, runs: list[str], signal
     runner = AblationRunner(ablation, directory, hooks=STALLING, stream=out,
                             only=[s for s in ablation.runs() if s.key in runs])
     second: list[float] = []
+    # once run() is over a signal would reach pytest itself (a SIGTERM would end it without a word): so none is
+    # sent after it, even when the runs end before every campaign has its actors (the wait below runs out later)
+    returned = threading.Event()
 
     def press() -> None:
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not (
+        while not returned.is_set() and time.monotonic() < deadline and not (
                 len(runner.campaigns) == len(runs) and all(c.actors for c in list(runner.campaigns.values()))):
             time.sleep(0.2)
-        time.sleep(3)  # the islands are waiting for their first evaluation
+        returned.wait(3)  # the islands are waiting for their first evaluation
         for i, sig in enumerate(signals):
-            time.sleep(1 if i else 0)
+            if i:
+                returned.wait(1)
+            if returned.is_set():
+                return
             second.append(time.monotonic())  # the last one is what ends it
             os.kill(os.getpid(), sig)
 
@@ -137,7 +143,10 @@ def _quit_mid_generation(ablation: Any, directory: Path, runs: list[str], signal
     presser.start()
     raised = False
     try:
-        runner.run()
+        try:
+            runner.run()
+        finally:
+            returned.set()
     except KeyboardInterrupt:
         raised = True
     ended = time.monotonic()
