@@ -171,6 +171,16 @@ def _cli(*argv: str) -> tuple[int, str]:
 def ablation_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AblationRun]:
     tmp = tmp_path_factory.mktemp("ablation")
     file = _write_ablation(tmp)
+    # Ctrl-C as a terminal delivers it, however pytest was started: a shell starts a background job (`... &`)
+    # with SIGINT ignored, and Python then installs no handler, so the presses below would go unheard
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield from _ablation_run(file)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ablation_run(file: Path) -> Iterator[AblationRun]:
     with joined_head():
         ablation = load_ablation(file)
         directory = ablation.directory()
