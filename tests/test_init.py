@@ -17,10 +17,14 @@ from .conftest import ROOT
 KB = ROOT / "tests" / "kernelbench" / "level1"
 
 
+def clean_env() -> dict[str, str]:
+    """This environment without Ray's settings (the printed command starts its own Ray), this checkout first."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("RAY_")}, "PYTHONPATH": str(ROOT)}
+
+
 def evo(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     return subprocess.run([sys.executable, "-m", "evo", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, env={**env, "PYTHONPATH": str(ROOT)})
+                          timeout=600, env=clean_env())
 
 
 def started_by(p: subprocess.CompletedProcess[str]) -> str:
@@ -31,9 +35,7 @@ def started_by(p: subprocess.CompletedProcess[str]) -> str:
 
 
 def run_printed(command: str, cwd: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    p = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=900,
-                       env={**env, "PYTHONPATH": str(ROOT)})
+    p = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=900, env=clean_env())
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 

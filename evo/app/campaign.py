@@ -272,10 +272,7 @@ class Campaign:
         if self.broker is not None:
             with contextlib.suppress(Exception):  # busy evaluators are killed after a moment
                 self.rt.get(self.broker.shutdown.remote(CUT_PATIENCE_S), timeout=CUT_PATIENCE_S + 30)
-        for handle in [self.broker, *self.actors]:
-            if handle is not None:
-                with contextlib.suppress(Exception):
-                    self.rt.kill(handle)
+        self._kill_actors()
         self.broker, self.actors = None, []
         budget = self.budget.wall_time_s
         kept = (f"the results are those of generation {self.checkpointed} (its checkpoint)"
@@ -467,6 +464,10 @@ class Campaign:
         self.stop_requested = self.abandoned = True
         if self.session is None:
             return  # not started: run() sees the request before it starts anything more
+        self._kill_actors()
+
+    def _kill_actors(self) -> None:
+        """End the broker and the island actors at once (the generation in progress is dropped)."""
         for handle in [self.broker, *self.actors]:
             if handle is not None:
                 with contextlib.suppress(Exception):  # dead already, or Ray gone

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from evo.contracts.kernelbench import KernelBenchTask
 from evo.contracts.task import Size, TaskError, one_line
@@ -33,12 +33,12 @@ Dim = int | tuple[int, ...]
 
 def problem_dimensions(problem: Path) -> dict[str, Dim]:
     """The problem's constants that hold dimensions, and their values (see the module docstring)."""
-    task = _task(problem, {})
+    task = _task(problem)
     ns = task.namespace({})
     out: dict[str, Dim] = {}
     for name in task.constants():
         value = ns.get(name)
-        if isinstance(value, int) and _is_int(value) and value > SMALL:
+        if _is_int(value) and value > SMALL:
             out[name] = value
         elif (isinstance(value, tuple) and value and all(_is_int(v) for v in value)
               and any(v > SMALL for v in value)):
@@ -46,7 +46,7 @@ def problem_dimensions(problem: Path) -> dict[str, Dim]:
     return out
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -65,27 +65,28 @@ def _mapped(dims: dict[str, Dim], value_of: Callable[[int, int], int]) -> Size:
     return {name: [one(v) for v in d] if isinstance(d, tuple) else one(d) for name, d in dims.items()}
 
 
-def _task(problem: Path, size: Size) -> KernelBenchTask:
-    return KernelBenchTask(problem, check_sizes=[size], bench_sizes=[size], dtype="float32", redraw_params=True)
+def _task(problem: Path) -> KernelBenchTask:
+    """The problem, read once for every size tried (`namespace` and `cases` take the size)."""
+    return KernelBenchTask(problem, check_sizes=[], bench_sizes=[], dtype="float32", redraw_params=True)
 
 
-def _runs(problem: Path, size: Size) -> str | None:
+def _runs(task: KernelBenchTask, size: Size) -> str | None:
     """None when the problem's reference runs at `size`, else why not."""
     try:
-        task = _task(problem, size)
-        task.case_data(task.cases(draws=1, every_dist=False)[0])
+        task.case_data(task.cases([size], draws=1, every_dist=False)[0])
     except Exception as e:
         return one_line(e)
     return None
 
 
-def _input_elements(problem: Path, size: Size) -> int:
-    inputs = _task(problem, size).namespace(size)["get_inputs"]()
+def _input_elements(task: KernelBenchTask, size: Size) -> int:
+    inputs = task.namespace(size)["get_inputs"]()
     return sum(int(getattr(x, "numel", lambda: 1)()) for x in inputs)
 
 
 def check_sizes(problem: Path, dims: dict[str, Dim]) -> list[Size]:
     """The check sizes the problem's reference runs at (at least one; `TaskError` when none)."""
+    task = _task(problem)
     out: list[Size] = []
     why: list[str] = []
     for pattern in CHECK_PATTERNS:
@@ -93,13 +94,13 @@ def check_sizes(problem: Path, dims: dict[str, Dim]) -> list[Size]:
         if size in out:
             continue
         try:
-            if _input_elements(problem, size) > CHECK_ELEMENTS:  # 17 x 37 x 29 x 19 for a 4-d input
+            if _input_elements(task, size) > CHECK_ELEMENTS:  # 17 x 37 x 29 x 19 for a 4-d input
                 why.append(f"{size}: more than {CHECK_ELEMENTS} input values")
                 continue
         except Exception as e:
             why.append(f"{size}: {one_line(e)}")
             continue
-        problem_with = _runs(problem, size)
+        problem_with = _runs(task, size)
         if problem_with is None:
             out.append(size)
         else:
@@ -115,6 +116,7 @@ def bench_size(problem: Path, dims: dict[str, Dim], device: str) -> Size:
     own = _mapped(dims, lambda v, j: v)
     if device == "cuda" or not dims:
         return own
+    task = _task(problem)
     largest = max(max(d) if isinstance(d, tuple) else d for d in dims.values())
     best: Size | None = None
     for k in range(max(1, math.ceil(math.log2(largest))), -1, -1):
@@ -122,11 +124,11 @@ def bench_size(problem: Path, dims: dict[str, Dim], device: str) -> Size:
         if best is not None and size == best:
             continue
         try:
-            if _input_elements(problem, size) > CPU_BENCH_ELEMENTS:
+            if _input_elements(task, size) > CPU_BENCH_ELEMENTS:
                 break
         except Exception:
             continue  # too small for the problem (a window wider than its input): larger ones may run
-        if _runs(problem, size) is None:
+        if _runs(task, size) is None:
             best = size
     if best is None:
         raise TaskError(f"no bench size of {problem.name} within {CPU_BENCH_ELEMENTS} input values runs; "
