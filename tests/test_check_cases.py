@@ -217,6 +217,28 @@ def test_a_shortcut_on_exact_values_is_refused_and_the_exact_shortcut_passes(sof
     assert honest.ok, honest.reason
 
 
+def test_each_non_finite_value_meets_a_kernel_alone_in_a_row():
+    from evo.contracts.special_values import transform
+
+    for seed in range(20):
+        [marked] = transform("inf_nan", [np.zeros((6, 9))], np.random.default_rng(seed))
+        assert marked is not None
+        kinds = set()
+        for row in marked:
+            special = row[~np.isfinite(row)]
+            if special.size == 1:
+                kinds.add("nan" if np.isnan(special[0]) else str(float(special[0])))
+        assert kinds == {"nan", "inf", "-inf"}, (seed, marked)
+        assert np.isfinite(marked).all(axis=1).any()  # never every row
+
+
+def test_a_kernel_that_reads_nan_as_minus_inf_is_refused_and_its_honest_twin_passes(softmax):
+    r = softmax.evaluate(case_candidate("nan_read_as_minus_inf"))
+    assert r.status is Status.WRONG_OUTPUT and "(inf_nan)" in r.reason, r.reason
+    honest = softmax.evaluate(case_candidate("one_pass"))
+    assert honest.ok, honest.reason
+
+
 # -- path splits: the wrong path is caught wherever the split is -----------------------------------------
 
 TEMPLATE = '''import triton

@@ -19,9 +19,9 @@ is also checked on its first distribution's draw transformed into one of:
     overflow it, or shrink to where its rounding exceeds the tolerance), the exponent is halved until
     they do: the magnitudes are as extreme as the reference stays meaningful;
 ``inf_nan``
-    +inf, -inf and NaN in a few rows of each float input, where the float64 reference defines the
-    result: it runs and leaves some output element that is not NaN (a result that is NaN everywhere
-    checks nothing, and NaN conventions differ). Otherwise a single +inf in one input (the last
+    +inf alone, -inf alone, NaN alone and a mix in a few rows of each float input, where the float64
+    reference defines the result: it runs and leaves some output element that is not NaN (a result that
+    is NaN everywhere checks nothing, and NaN conventions differ). Otherwise a single +inf in one input (the last
     float input first: a bias, a cache); otherwise the plain draw, which the verdict says.
 
 Only float inputs change; integer inputs (indices, lengths) and 0-d numbers keep their draw. A task
@@ -106,12 +106,26 @@ def _scaled(v: np.ndarray, exp: int) -> np.ndarray:
     return np.ldexp(v, exp - int(np.ceil(np.log2(top))))
 
 
+_NONFINITE = {"nan": np.nan, "+inf": np.inf, "-inf": -np.inf, "mixed": None}
+
+
 def _nonfinite(v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Rows of one kind each, in a random order: NaN alone, +inf alone, -inf alone, and two values drawn
+    from the three (at most 4 rows, never all of them). Each kind meets a kernel on its own: a softmax that
+    handles +inf and not NaN gives NaN either way in a row that holds both, and with two random values per
+    row a row held NaN without +inf a third of the time, so such a kernel passed whenever the draw was
+    benign. An input of one row gets one kind, drawn."""
     out = v.copy()
     rows = _rows(out)
-    for r in _some(rng, rows.shape[0], 0.125)[:4] if rows.shape[0] > 1 else [0]:
-        for c in rng.choice(rows.shape[1], size=min(2, rows.shape[1]), replace=False):
-            rows[r, c] = rng.choice([np.inf, -np.inf, np.nan])
+    n = rows.shape[0]
+    picked = rng.choice(n, size=min(len(_NONFINITE), n - 1), replace=False) if n > 1 else np.array([0])
+    for r, kind in zip(picked, rng.permutation(list(_NONFINITE))):
+        cols = rng.choice(rows.shape[1], size=min(2, rows.shape[1]), replace=False)
+        if _NONFINITE[str(kind)] is None:
+            for c in cols:
+                rows[r, c] = rng.choice([np.inf, -np.inf, np.nan])
+        else:
+            rows[r, cols[0]] = _NONFINITE[str(kind)]
     return out
 
 
