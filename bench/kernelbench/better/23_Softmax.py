@@ -15,11 +15,12 @@ def _softmax(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
         offs = start + tl.arange(0, BLOCK)
         x = tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=-float("inf"))
         new_m = tl.maximum(m, x)
-        grown = tl.where(new_m == -float("inf"), 0.0, tl.exp(m - new_m))
-        s = s * grown + tl.where(new_m == -float("inf"), 0.0, tl.exp(x - new_m))
+        # a lane that has seen only -inf adds nothing (its sum stays 0); a NaN or +inf makes its sum NaN, as in torch
+        grown = tl.where(m == -float("inf"), 0.0, tl.exp(m - new_m))
+        s = s * grown + tl.where(x == -float("inf"), 0.0, tl.exp(x - new_m))
         m = new_m
     row_max = tl.max(m, 0)
-    total = tl.sum(tl.where(m == -float("inf"), 0.0, s * tl.exp(m - row_max)), 0)
+    total = tl.sum(tl.where(s == 0.0, 0.0, s * tl.exp(m - row_max)), 0)
     for start in range(0, n_cols, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         x = tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=0.0)
