@@ -261,6 +261,21 @@ def problem_row(modeller: Modeller, problem: Path, times: dict[str, Any], max_ev
     return row
 
 
+def read_rows(path: Path) -> dict[str, dict[str, Any]]:
+    """The data file's rows by problem file name."""
+    return {json.loads(line)["problem"]: json.loads(line) for line in path.read_text().splitlines() if line}
+
+
+def write_rows(path: Path, rows: dict[str, dict[str, Any]]) -> None:
+    """The rows, one JSON line each, in problem-number order (rewritten after each problem: nothing lost on
+    a crash)."""
+    path.write_text("".join(json.dumps(r) + "\n" for _, r in sorted(rows.items(), key=lambda kv: _number(kv[0]))))
+
+
+def _number(name: str) -> int:
+    return int(name.split("_")[0])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--problems", default="", help="problem numbers, comma-separated (default: every shipped seed's)")
@@ -274,17 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     times = json.loads(TIMES.read_text())
     gpu = get_profile(args.target)
     modeller = Modeller(gpu, EvaluationConfig())
-    rows: dict[str, dict[str, Any]] = {}
-    if args.output.exists():  # a partial run keeps the other problems' rows
-        for line in args.output.read_text().splitlines():
-            rows[json.loads(line)["problem"]] = json.loads(line)
+    rows = read_rows(args.output) if args.output.exists() else {}  # a partial run keeps the others' rows
     try:
         for i, problem in enumerate(problems, 1):
             started = time.monotonic()
             row = problem_row(modeller, problem, times, args.tune_evals)
             rows[problem.name] = row
-            args.output.write_text("".join(json.dumps(r) + "\n" for _, r in
-                                           sorted(rows.items(), key=lambda kv: int(kv[0].split("_")[0]))))
+            write_rows(args.output, rows)
             eager = row.get("measured", {}).get("eager_ms")
             figures = "  ".join(f"{k} {row[k]['ms']:.3f} ms" if "ms" in row.get(k, {}) else
                                 f"{k} {row[k].get('error', '-')[:60]}" for k in ("seed", "tuned", "better") if k in row)

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.kernelbench.model_at_size import LEVEL1, OUT, Modeller, layout
+from bench.kernelbench.model_at_size import LEVEL1, OUT, Modeller, layout, read_rows, write_rows
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.gpus import get_profile
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=None, help="where the campaigns run (default: a temporary folder)")
     ap.add_argument("--data", type=Path, default=OUT)
     args = ap.parse_args(argv)
-    rows = {json.loads(line)["problem"]: json.loads(line) for line in args.data.read_text().splitlines() if line}
+    rows = read_rows(args.data)
     numbers = {int(n) for n in args.problems.split(",") if n}
     problems = sorted((LEVEL1 / s.name for s in SEEDS.glob("*.py") if int(s.name.split("_")[0]) in numbers),
                       key=lambda p: int(p.name.split("_")[0]))
@@ -93,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                              cpu_bench_speedup_over_seed=found["best"].get("speedup_over_seed"),
                              source=kernel.read_text(), **modeller.model(kernel, params, layout(problem)))
             rows[problem.name]["campaign"] = entry
-            args.data.write_text("".join(json.dumps(r) + "\n" for _, r in
-                                         sorted(rows.items(), key=lambda kv: int(kv[0].split("_")[0]))))
+            write_rows(args.data, rows)
             figure = f"{entry['ms']:.3f} ms" if "ms" in entry else entry.get("error", "")[:100]
             print(f"[{i}/{len(problems)}] {problem.stem:38s} campaign best {figure} "
                   f"(seed {rows[problem.name]['seed'].get('ms', float('nan')):.3f} ms, "
