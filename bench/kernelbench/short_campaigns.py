@@ -25,11 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.kernelbench.model_at_size import LEVEL1, OUT, Modeller, layout, read_rows, write_rows
+from bench.kernelbench.model_at_size import OUT, Modeller, layout, read_rows, shipped_problems, write_rows
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.gpus import get_profile
-from evo.contracts.kernelbench_seeds import SEEDS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,8 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = read_rows(args.data)
     numbers = {int(n) for n in args.problems.split(",") if n}
-    problems = sorted((LEVEL1 / s.name for s in SEEDS.glob("*.py")
-                       if not numbers or int(s.name.split("_")[0]) in numbers), key=lambda p: int(p.name.split("_")[0]))
+    problems = shipped_problems(numbers)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="evo-kb-campaigns-"))
     workdir.mkdir(parents=True, exist_ok=True)
     modeller = Modeller(get_profile("h100"), EvaluationConfig())
