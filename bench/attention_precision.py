@@ -1,5 +1,5 @@
 """How far causal attention kernels are from the float64 reference, in units of the task's tolerance,
-at the check sizes and at the bench sizes; the figures behind ``tasks/attention_causal``'s tolerance.
+at the check sizes and at the bench sizes; the figures behind ``evo/tasks/attention_causal``'s tolerance.
 
     PYTHONPATH=. python bench/attention_precision.py [--rows 128] [--kernels seed,known_better]
 

@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.broker_fakes import Caller, Echo, instant_evaluator, instant_verdict
-from evo.app import ray_auth
+from evo.app.run import ray_auth
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, TaskConfig
 from evo.contracts.history import MsgpackLog, pack

@@ -123,7 +123,7 @@ def history_kernels(runs: list[Path], per_task: int = HISTORY_PER_TASK,
     """Up to `per_task` kernels per task from the runs' correct full evaluations, structures that are
     neither the seed's nor the known-better kernel's, taken one structure at a time (see the docstring);
     each structure's source is written to `sources`."""
-    from evo.app.run_data import load_run
+    from evo.app.report.data import load_run
 
     # task -> structure -> candidate id -> (its fastest latency, the candidate)
     found: dict[str, dict[str, dict[str, tuple[float, Candidate]]]] = {}

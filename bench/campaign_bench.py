@@ -69,9 +69,9 @@ class Measured:
 def run_campaign(task: str, evaluators: int, generations: int, out: Path) -> Measured:
     import ray
 
-    from evo.app.campaign import Campaign
-    from evo.app.campaign_setup import CampaignHooks, prepare
-    from evo.app.progress import PlainLog
+    from evo.app.run.campaign import Campaign
+    from evo.app.run.progress import PlainLog
+    from evo.app.run.setup import CampaignHooks, prepare
 
     cfg = {
         "name": f"bench-{evaluators}", "seed": 1, "task": {"name": task},

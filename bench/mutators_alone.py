@@ -28,9 +28,9 @@ from islands.evaluation import EvaluationLedger, LocalEvaluationService
 from islands.island import Island
 from mutators.base import Mutator
 from mutators.factory import build_mutator
-from mutators.optuna_tuner import OptunaMutator
+from mutators.optuna.tuner import OptunaMutator
 from mutators.selection import FixedWeights
-from mutators.stoke import StokeMutator
+from mutators.stoke.mutator import StokeMutator
 
 
 @dataclass(frozen=True)

@@ -34,13 +34,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.standin_replies import REPLIES_BY_TASK
-from evo.app.campaign import Campaign
-from evo.app.campaign_setup import CampaignHooks, connect_ray, prepare_config
-from evo.app.progress import PlainLog
+from evo.app.run.campaign import Campaign
+from evo.app.run.progress import PlainLog
+from evo.app.run.setup import CampaignHooks, connect_ray, prepare_config
 from evo.contracts.config import BudgetConfig, TaskConfig
 from evo.contracts.config_file import load_config
 from evo.contracts.mutator_config import LLMConfig
-from mutators.llm_prompt import current_kernel
+from mutators.llm.prompt import current_kernel
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 KEY_ENV = "EVO_STANDIN_LLM_KEY"

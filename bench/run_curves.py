@@ -8,7 +8,7 @@ best speedup so far), the run's totals, the latency source and model version, an
 summary that name the cached sweep. One JSON object per line in `bench/data/ablation_runs.jsonl`,
 keyed by ablation, variant and seed; `python -m bench.search_table --save` adds the finished runs
 found here, so seeds run in different sessions add up. A curve counts for the ablation file only
-while its variant's config hashes the same (`evo.app.ablation_config.config_hash`, independent of the
+while its variant's config hashes the same (`evo.app.ablation.config.config_hash`, independent of the
 checkout's folder, or its kept config read by today's schema): a changed variant's old curves are set
 aside, not mixed in.
 """
@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from evo.app.trace import Trace
+from evo.app.report.trace import Trace
 
 RUNS = Path(__file__).resolve().parent / "data" / "ablation_runs.jsonl"
 
@@ -38,7 +38,8 @@ class Curve:
     evaluations: int
     wall_time_s: float
     points: tuple[tuple[int, float, float], ...]  # (evaluation, seconds, best so far): the seed, then each gain
-    reference_key: dict[str, Any]  # the summary's fields that name its cached sweep (`evo.app.sweep_ref.reference_of`)
+    # the summary's fields that name its cached sweep (`evo.app.run.sweep_ref.reference_of`)
+    reference_key: dict[str, Any]
     # the run's config as written (`RunSpec.portable_config`): a schema that gained a key since hashes it
     # the same as the variant now, where `config_hash` (today's schema then) no longer matches
     config: dict[str, Any] | None = None

@@ -45,12 +45,12 @@ if str(ROOT) not in sys.path:
 
 from bench import run_curves
 from bench.run_curves import Curve, CurvesError
-from evo.app import doc as d
-from evo.app.ablation import AblationState
-from evo.app.ablation_config import hash_of_kept, load_ablation
-from evo.app.ablation_report import run_traces
-from evo.app.ablation_stats import Spread
-from evo.app.sweep_ref import (
+from evo.app.ablation.config import hash_of_kept, load_ablation
+from evo.app.ablation.report import run_traces
+from evo.app.ablation.runner import AblationState
+from evo.app.ablation.stats import Spread
+from evo.app.report import doc as d
+from evo.app.run.sweep_ref import (
     KNOWN_VERSION,
     SAME_WITHIN,
     SWEEP_VERSION,

@@ -9,13 +9,13 @@ source and GPU, the best speedup over the seed, its params, the points, the eval
 it took, how many uniform random draws from the SPACE reach 95% of the best on average
 ((N + 1) / (m + 1) for m of N points within 95%) and, where modelled, the latency model's version, in
 ``bench/data/space_sweeps.json``, which a campaign on the same task reads to say how its result compares
-(`evo.app.sweep_ref`; only with runs the same model version timed).
+(`evo.app.run.sweep_ref`; only with runs the same model version timed).
 
 The task's known-better kernel (``known_better.py``, where there is one) is evaluated the same way and
 its speedup recorded beside the sweep's, so a table can say how far from a known good kernel both are.
 A SPACE larger than ``--max-points`` is not swept (its entry records the known-better kernel only);
 ``--known-better-only`` adds that figure to an entry without sweeping again. ``--workload NAME``
-benches at one of the task's named shape lists (``tasks/<task>/workloads.yaml``); its entry is kept
+benches at one of the task's named shape lists (``evo/tasks/<task>/workloads.yaml``); its entry is kept
 apart from the default bench sizes' (`Task.bench_tag`).
 """
 
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from evo.app.sweep_ref import KNOWN_VERSION, SWEEP_VERSION, SWEEPS, load_sweeps, sweep_key, with_earlier
+from evo.app.run.sweep_ref import KNOWN_VERSION, SWEEP_VERSION, SWEEPS, load_sweeps, sweep_key, with_earlier
 from evo.contracts.candidate import Candidate, space_point, space_size
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
@@ -121,7 +121,7 @@ def main() -> int:
                     help="address space for bench-size buffers on a CPU (the attention seeds need 12288)")
     ap.add_argument("--known-better-only", action="store_true",
                     help="evaluate the known-better kernel and keep the entry's sweep as it is")
-    ap.add_argument("--workload", help="bench at this named shape list of each task (tasks/<task>/workloads.yaml)")
+    ap.add_argument("--workload", help="bench at this named shape list of each task (evo/tasks/<task>/workloads.yaml)")
     args = ap.parse_args()
     settings = EvaluationConfig(device=args.device, latency=LatencyMode.AUTO, target_gpu=args.target_gpu,
                                 profile_memory_mb=args.profile_memory_mb)

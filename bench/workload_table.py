@@ -1,5 +1,5 @@
 """Kernels at the shapes a deployment runs: per library task and named workload
-(``tasks/<task>/workloads.yaml``), the seed, the known-better kernel and any kernel given with
+(``evo/tasks/<task>/workloads.yaml``), the seed, the known-better kernel and any kernel given with
 ``--kernel``, evaluated in full (the check, then the latency at every shape of the workload) at the
 workload and at the task's own bench size.
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from evo.app import doc as d
+from evo.app.report import doc as d
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks

@@ -26,15 +26,15 @@ def build_mutator(cfg: AnyMutatorConfig, *, run_dir: Path, seed: int) -> Mutator
     island's `MutationContext.rng`.
     """
     if isinstance(cfg, StokeConfig):
-        from mutators.stoke import StokeMutator
+        from mutators.stoke.mutator import StokeMutator
 
         return StokeMutator(cfg)
     if isinstance(cfg, OptunaConfig):
-        from mutators.optuna_tuner import OptunaMutator
+        from mutators.optuna.tuner import OptunaMutator
 
         return OptunaMutator(cfg, journal_path=run_dir / "optuna.journal", seed=seed)
     if isinstance(cfg, LLMConfig):
-        from mutators.llm import LLMMutator
+        from mutators.llm.mutator import LLMMutator
 
         return LLMMutator(cfg, run_dir=run_dir)
     if isinstance(cfg, SweepConfig):

@@ -4,6 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 echo "test: ruff"; .venv/bin/ruff check .
-echo "test: mypy"; .venv/bin/mypy evo fitness mutators islands tasks tests bench
+echo "test: mypy"; .venv/bin/mypy evo fitness mutators islands tests bench
 bash scripts/test_services.sh  # PostgreSQL for tests/test_optuna_postgres.py; never fails
 echo "test: pytest"; .venv/bin/python -m pytest -q --durations=25 "$@"

@@ -66,7 +66,7 @@ def main() -> None:
     install()
     fake_cuda(torch)
     cuda_bench._SPIN_N = 64  # the spin-up's matmuls, small on a CPU
-    task = NativeTask(ROOT / "tasks" / "softmax")
+    task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     runner = Runner("cuda")
     ops = cuda_bench.BenchOps(runner)
     ops.device = "cpu"  # tensors on the CPU; the ops still see a CUDA worker
@@ -83,7 +83,7 @@ def main() -> None:
 
     assert task.seed_source is not None
     bench("seed", Candidate.from_source(task.seed_source), which="module", keep_as="seed", **{"with": ["torch"]})
-    better = Candidate.from_file(ROOT / "tasks" / "softmax" / "known_better.py")
+    better = Candidate.from_file(ROOT / "evo" / "tasks" / "softmax" / "known_better.py")
     bench("candidate", better, which="module", **{"with": ["seed", "torch", "nonesuch"]})
     # as many repetitions as the seed, which runs after each of them: the last to touch every copy
     bench("lazy", Candidate.from_source(better.source + LAZY), which="module", **{"with": ["seed"]},

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from evo.app.campaign_setup import CampaignHooks
 from evo.app.cli import main
+from evo.app.run.setup import CampaignHooks
 
 from .islands_fakes import fake_evaluator_factory, fake_mutator_factory
 

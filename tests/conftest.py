@@ -43,7 +43,7 @@ def has_cuda() -> bool:
 
 @pytest.fixture(scope="session")
 def softmax_task() -> NativeTask:
-    return NativeTask(ROOT / "tasks" / "softmax")
+    return NativeTask(ROOT / "evo" / "tasks" / "softmax")
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from evo.app.ablation import preflight
-from evo.app.ablation_config import deep_merge, load_ablation
+from evo.app.ablation.config import deep_merge, load_ablation
+from evo.app.ablation.runner import preflight
 from evo.app.cli import main
 from evo.contracts.config_file import ConfigError
 from evo.contracts.native_task import TASK_LIBRARY

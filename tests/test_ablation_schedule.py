@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from evo.app import ablation as ablation_module
-from evo.app.ablation import AblationRunner, RunStatus
-from evo.app.ablation_config import RunSpec, load_ablation
+from evo.app.ablation import runner as ablation_module
+from evo.app.ablation.config import RunSpec, load_ablation
+from evo.app.ablation.runner import AblationRunner, RunStatus
 
 from .test_ablation_config import write
 

@@ -9,9 +9,9 @@ import math
 
 import pytest
 
-from evo.app.ablation_stats import Spread, analyse, markdown_tables, to_csv
-from evo.app.run_data import load_run
-from evo.app.trace import trace_of
+from evo.app.ablation.stats import Spread, analyse, markdown_tables, to_csv
+from evo.app.report.data import load_run
+from evo.app.report.trace import trace_of
 from evo.contracts.verdict import Status
 
 from .reports.synthetic import Ev, make_run

@@ -27,7 +27,7 @@ def test_updates_of_one_address_take_a_clock_each():
 
 
 def test_a_global_atomic_sum_is_charged_for_every_program_that_adds():
-    task = NativeTask(ROOT / "tasks" / "reduction")
+    task = NativeTask(ROOT / "evo" / "tasks" / "reduction")
     task.check_sizes = [{"n": 1}, {"n": 1000}]
     task.bench_sizes = [{"n": 1 << 14}]
     atomic = Candidate.from_file(CANDIDATES / "gaming" / "atomic_sum.py")

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evo.app.campaign_setup import CampaignHooks, actor_timeout_s, prepare
-from evo.app.progress import IslandRow, LiveTable, PlainLog, Totals
-from evo.app.run_store import RunStoreError
+from evo.app.run.progress import IslandRow, LiveTable, PlainLog, Totals
+from evo.app.run.setup import CampaignHooks, actor_timeout_s, prepare
+from evo.app.run.store import RunStoreError
 from evo.contracts.check_cases import full_cases
 from evo.contracts.config_file import ConfigError, load_config
 from evo.contracts.mutator_config import MUTATOR_KINDS

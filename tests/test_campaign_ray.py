@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evo.app.campaign import Campaign
-from evo.app.campaign_setup import CampaignHooks, prepare
-from evo.app.progress import PlainLog
-from evo.app.run_store import RunStore
-from evo.app.signals import terminate_as_interrupt
+from evo.app.run.campaign import Campaign
+from evo.app.run.progress import PlainLog
+from evo.app.run.setup import CampaignHooks, prepare
+from evo.app.run.signals import terminate_as_interrupt
+from evo.app.run.store import RunStore
 from evo.contracts.history import MsgpackLog, unpack
 
 from .campaign_job import FAKE_HOOKS
@@ -295,8 +295,8 @@ def test_exact_replay_of_a_recorded_campaign_reproduces_its_history(ray_cluster,
     weigh rewards by measured seconds, which differ between any two runs."""
     import hashlib
 
-    from evo.app.run_data import load_run
-    from evo.app.run_stats import llm_usage
+    from evo.app.report.data import load_run
+    from evo.app.report.stats import llm_usage
     from mutators.factory import build_mutator
 
     from .fakes.openai_server import FakeOpenAI, Reply

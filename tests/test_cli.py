@@ -23,7 +23,7 @@ def last_json(out: str) -> dict:
 
 def test_eval_of_the_seed_prints_a_verified_ok_verdict_last(tmp_path):
     (tmp_path / "softmax.yaml").write_text(yaml.safe_dump({"task": SMALL_SOFTMAX}))
-    p = evo("eval", str(tmp_path / "softmax.yaml"), "--candidate", "tasks/softmax/seed.py", "--params",
+    p = evo("eval", str(tmp_path / "softmax.yaml"), "--candidate", "evo/tasks/softmax/seed.py", "--params",
             '{"BLOCK": 256}')
     assert p.returncode == 0, p.stderr
     v = last_json(p.stdout)
@@ -31,7 +31,7 @@ def test_eval_of_the_seed_prints_a_verified_ok_verdict_last(tmp_path):
     assert v["status"] == "ok" and v["error"] == 0.0 and v["cases_checked"] == 22 and v["task"] == "softmax"
     assert v["level"] == "verified" and "verified in full at 1 bench size(s)" in v["reason"]
     assert {"reason", "max_error_ratio", "max_abs_error", "mismatch_fraction", "secret"} <= set(v)
-    again = evo("eval", str(tmp_path / "softmax.yaml"), "--candidate", "tasks/softmax/seed.py", "--params",
+    again = evo("eval", str(tmp_path / "softmax.yaml"), "--candidate", "evo/tasks/softmax/seed.py", "--params",
                 '{"BLOCK": 256}', "--secret", str(v["secret"]))
     assert last_json(again.stdout)["latency_detail"]["sample_seed"] == v["latency_detail"]["sample_seed"]
 
@@ -46,7 +46,7 @@ def test_a_candidate_printing_a_fake_verdict_does_not_change_the_verdict():
 def test_usage_and_config_errors_exit_2_with_a_message_naming_the_problem(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("task:\n  name: softmax\n  sizez: 3\n")
-    p = evo("eval", str(bad), "--candidate", "tasks/softmax/seed.py")
+    p = evo("eval", str(bad), "--candidate", "evo/tasks/softmax/seed.py")
     assert p.returncode == 2 and "unknown key 'task.sizez'" in p.stderr and "Traceback" not in p.stderr
     bad.write_text("task:\n  kernelbench: nowhere.py\n  sizes: {check: [{n: 1}]}\n")
     p = evo("check", str(bad))
@@ -59,7 +59,7 @@ def test_usage_and_config_errors_exit_2_with_a_message_naming_the_problem(tmp_pa
     assert p.returncode == 2 and "no task 'softmx'" in p.stderr and "softmax" in p.stderr
     p = evo("eval", "configs/softmax.yaml", "--candidate", "missing.py")
     assert p.returncode == 2 and "candidate file not found: missing.py" in p.stderr
-    p = evo("eval", "configs/softmax.yaml", "--candidate", "tasks/softmax/seed.py", "--params", "{BLOCK")
+    p = evo("eval", "configs/softmax.yaml", "--candidate", "evo/tasks/softmax/seed.py", "--params", "{BLOCK")
     assert p.returncode == 2 and "--params is not valid JSON" in p.stderr
     p = evo("check", str(tmp_path / "absent.yaml"))
     assert p.returncode == 2 and "config file not found" in p.stderr
@@ -84,7 +84,7 @@ def test_check_rejects_a_degenerate_reference(tmp_path):
         "import numpy as np\nCHECK_SIZES = [{'n': 1}, {'n': 17}]\nBENCH_SIZES = [{'n': 1024}]\n"
         "def inputs(size, dtype, rng, dist):\n    return [rng.standard_normal(size['n'])]\n"
         "def reference(x):\n    return x - x\n")
-    (tmp_path / "seed.py").write_text((ROOT / "tasks/vector_add/seed.py").read_text())
+    (tmp_path / "seed.py").write_text((ROOT / "evo/tasks/vector_add/seed.py").read_text())
     (tmp_path / "c.yaml").write_text("task:\n  path: .\n")
     p = evo("check", str(tmp_path / "c.yaml"))
     assert p.returncode == 1

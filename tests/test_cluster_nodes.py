@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from evo.app.campaign import Campaign
-from evo.app.ray_auth import reload_ray_config
+from evo.app.run.campaign import Campaign
+from evo.app.run.ray_auth import reload_ray_config
 from evo.contracts.history import MsgpackLog, unpack
 
 from .conftest import ROOT
@@ -200,8 +200,8 @@ def more_generations(out: io.StringIO, seen: int) -> bool:
 
 
 def test_a_node_lost_three_times_at_different_points_loses_no_evaluation_and_none_twice(tmp_path, monkeypatch):
-    from evo.app.run_data import load_run
-    from evo.app.run_stats import timeline
+    from evo.app.report.data import load_run
+    from evo.app.report.stats import timeline
 
     lost: list[str] = []
     with cluster(monkeypatch, {"node_a": 1, "node_b0": 1}, system=FAST_DEATH) as (head, nodes):

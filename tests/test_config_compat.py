@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from evo.app import run_inputs
-from evo.app.ablation import AblationState, RunEntry, RunStatus
-from evo.app.ablation_config import load_ablation
-from evo.app.run_store import RunStore, RunStoreError
+from evo.app.ablation.config import load_ablation
+from evo.app.ablation.runner import AblationState, RunEntry, RunStatus
+from evo.app.run import inputs as run_inputs
+from evo.app.run.store import RunStore, RunStoreError
 from evo.contracts.config_file import ConfigError, load_config
 
 from .test_ablation_config import write

@@ -30,7 +30,7 @@ def covered(name: str) -> Candidate:
 
 @pytest.fixture(scope="module")
 def softmax() -> Iterator[Evaluator]:
-    task = NativeTask(ROOT / "tasks" / "softmax")
+    task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     task.check_sizes = [{"rows": 1, "cols": 1}, {"rows": 3, "cols": 17}, {"rows": 2, "cols": 2053}]
     task.bench_sizes = [{"rows": 4, "cols": 4096}]
     settings = EvaluationConfig(timeout_s=120.0, memory_mb=1024, latency=LatencyMode.OFF)
@@ -41,7 +41,7 @@ def softmax() -> Iterator[Evaluator]:
 # -- the analysis, without running anything ----------------------------------------------------------------
 
 def _source(name: str) -> str:
-    return (ROOT / "tasks" / name).read_text()
+    return (ROOT / "evo" / "tasks" / name).read_text()
 
 
 def test_a_branch_on_a_literal_constexpr_is_fixed_and_one_on_a_size_is_not():
@@ -156,7 +156,7 @@ def test_a_line_nothing_reaches_is_refused_naming_it(softmax):
 
 def test_the_library_kernels_reach_every_line(softmax):
     for name in ("seed", "known_better"):
-        r = softmax.evaluate(Candidate.from_file(ROOT / "tasks" / "softmax" / f"{name}.py"))
+        r = softmax.evaluate(Candidate.from_file(ROOT / "evo" / "tasks" / "softmax" / f"{name}.py"))
         assert r.ok and "every line of its code ran in the check" in r.reason, (name, r.reason)
 
 

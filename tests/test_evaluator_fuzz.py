@@ -20,7 +20,7 @@ from fitness.evaluate import Evaluator
 
 from .conftest import CANDIDATES, ROOT
 
-BASES = [(ROOT / "tasks/softmax/known_better.py").read_text(), (ROOT / "tasks/softmax/seed.py").read_text(),
+BASES = [(ROOT / "evo/tasks/softmax/known_better.py").read_text(), (ROOT / "evo/tasks/softmax/seed.py").read_text(),
          (CANDIDATES / "gaming/one_pass.py").read_text()]
 TIMEOUT_S = 20.0
 
@@ -80,7 +80,7 @@ def _params_edit(source: str, data: st.DataObject) -> tuple[str, dict[str, objec
 
 @pytest.fixture(scope="module")
 def evaluator() -> Iterator[Evaluator]:
-    task = NativeTask(ROOT / "tasks" / "softmax")
+    task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     task.check_sizes = [{"rows": 3, "cols": 17}, {"rows": 2, "cols": 131}]
     task.bench_sizes = [{"rows": 16, "cols": 1024}]
     with Evaluator(task, EvaluationConfig(timeout_s=TIMEOUT_S, latency_timeout_s=TIMEOUT_S,

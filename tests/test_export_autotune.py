@@ -18,7 +18,7 @@ from evo.contracts.verdict import Status
 from .reports.synthetic import Ev, make_run
 
 ROOT = Path(__file__).resolve().parent.parent
-MATMUL = Candidate.from_source((ROOT / "tasks" / "matmul" / "known_better.py").read_text())
+MATMUL = Candidate.from_source((ROOT / "evo" / "tasks" / "matmul" / "known_better.py").read_text())
 SMALL = {"BM": 32, "BN": 32, "BK": 16, "GROUP_M": 1, "num_warps": 4, "num_stages": 2}
 
 # evaluation i: (params, latency ms, status)
@@ -48,7 +48,7 @@ print(json.dumps({"configs": len(tuner.configs), "ran": len(ran), "ok": bool(ok)
 
 
 def matmul_run(tmp_path: Path) -> Path:
-    seed = Candidate.from_source((ROOT / "tasks" / "matmul" / "seed.py").read_text())
+    seed = Candidate.from_source((ROOT / "evo" / "tasks" / "matmul" / "seed.py").read_text())
     variants = [seed, *(Candidate(MATMUL.source, {**SMALL, **p}) for p, _, _ in EVALS)]
     evs = [Ev("seed", 3.0), *(Ev("optuna", ms, at_s=i + 1.0, status=st) for i, (_, ms, st) in enumerate(EVALS))]
     built = make_run(tmp_path, "matmul-run", evs, task="matmul", pick=lambda i: variants[i])
@@ -76,8 +76,8 @@ def test_the_autotune_table_lists_the_correct_configs_fastest_first_and_triton_r
 
 def test_a_launch_that_autotune_cannot_express_is_refused_with_the_reason(tmp_path, capsys):
     """softmax's best launch picks one of two kernels by MAX_BLOCK: no @triton.autotune table says that."""
-    seed = Candidate.from_source((ROOT / "tasks" / "softmax" / "seed.py").read_text())
-    best = Candidate.from_source((ROOT / "tasks" / "softmax" / "known_better.py").read_text())
+    seed = Candidate.from_source((ROOT / "evo" / "tasks" / "softmax" / "seed.py").read_text())
+    best = Candidate.from_source((ROOT / "evo" / "tasks" / "softmax" / "known_better.py").read_text())
     built = make_run(tmp_path, "softmax-run", [Ev("seed", 2.0), Ev("llm", 1.0)], pick=lambda i: [seed, best][i])
     TaskFiles.collect(TaskConfig(name="softmax"), ROOT).with_seed(seed.source).write(built.path / "inputs")
     assert main(["export", str(built.path), "--as", "autotune"]) == 2
@@ -88,7 +88,7 @@ def test_a_launch_that_autotune_cannot_express_is_refused_with_the_reason(tmp_pa
 
 def test_a_tuned_param_used_outside_the_kernel_launch_is_named_with_its_line(tmp_path, capsys):
     source = MATMUL.source.replace("    M, K = a.shape\n", "    M, K = a.shape\n    assert BK <= 128\n")
-    seed = Candidate.from_source((ROOT / "tasks" / "matmul" / "seed.py").read_text())
+    seed = Candidate.from_source((ROOT / "evo" / "tasks" / "matmul" / "seed.py").read_text())
     best = Candidate(source, MATMUL.params)
     built = make_run(tmp_path, "mm", [Ev("seed", 2.0), Ev("llm", 1.0)], task="matmul", pick=lambda i: [seed, best][i])
     TaskFiles.collect(TaskConfig(name="matmul"), ROOT).with_seed(seed.source).write(built.path / "inputs")
@@ -100,7 +100,7 @@ def test_a_tuned_param_used_outside_the_kernel_launch_is_named_with_its_line(tmp
 def test_with_several_weighed_shapes_the_fastest_config_at_each_shape_is_in_the_table_and_named(tmp_path, capsys):
     """Per-shape buckets: the combined best first by the weighted mean, but the config fastest at each
     bench shape is kept (and said to be) whatever the cut at `top`."""
-    from evo.app.export_autotune import Measured, autotune_module
+    from evo.app.export.autotune import Measured, autotune_module
 
     small, large = "{'M': 64, 'N': 64, 'K': 64}", "{'M': 4096, 'N': 4096, 'K': 4096}"
 
@@ -124,7 +124,7 @@ def test_with_several_weighed_shapes_the_fastest_config_at_each_shape_is_in_the_
 
 
 def test_the_export_reads_each_evaluations_per_shape_latencies(tmp_path, capsys):
-    seed = Candidate.from_source((ROOT / "tasks" / "matmul" / "seed.py").read_text())
+    seed = Candidate.from_source((ROOT / "evo" / "tasks" / "matmul" / "seed.py").read_text())
     a, b = Candidate(MATMUL.source, {**SMALL, "BM": 64}), Candidate(MATMUL.source, {**SMALL, "BM": 16})
 
     def shapes(x: float, y: float) -> dict[str, object]:

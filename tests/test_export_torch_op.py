@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from evo.app.cli import main
-from evo.app.export_shapes import output_rules
-from evo.app.export_torch_op import input_names
+from evo.app.export.shapes import output_rules
+from evo.app.export.torch_op import input_names
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import TaskConfig
 from evo.contracts.native_task import NativeTask
@@ -52,7 +52,7 @@ def launch(x, y, *, BLOCK):
 
 
 def library(task: str, name: str) -> Candidate:
-    return Candidate.from_source((ROOT / "tasks" / task / name).read_text())
+    return Candidate.from_source((ROOT / "evo" / "tasks" / task / name).read_text())
 
 
 def run_with_best(tmp_path: Path, task: str, best: Candidate, task_cfg: TaskConfig | None = None,
@@ -121,7 +121,7 @@ def test_a_number_among_a_kernelbench_problems_inputs_is_a_python_number_in_the_
     assert 'schema="(Tensor A, float s) -> Tensor"' in module.read_text()
     done = run_written_test(run / "export" / "test_torch_op.py")
     assert "3 passed" in done.stdout, done.stdout + done.stderr
-    call = (f"import torch; from evo.app.export_check import load_module; load_module(__import__('pathlib').Path("
+    call = (f"import torch; from evo.app.export.check import load_module; load_module(__import__('pathlib').Path("
             f"{str(module)!r})); a = torch.randn(3, 5); "
             "print(torch.equal(torch.ops.evotest.kb_scale(a, -2.5), a * -2.5))")
     env = {**os.environ, "TRITON_INTERPRET": "1"}
@@ -149,7 +149,7 @@ def test_input_names_that_the_generated_code_also_uses_do_not_shadow_it(tmp_path
     ("layernorm", ["(x.shape[0], x.shape[1]) float"]),
 ])
 def test_output_shapes_follow_the_inputs_as_the_check_sizes_show(task, want):
-    t = NativeTask(ROOT / "tasks" / task)
+    t = NativeTask(ROOT / "evo" / "tasks" / task)
     first = t.case_data(t.cases(draws=1, every_dist=False)[0])
     names = input_names(library(task, "seed.py"), len(first.inputs))
     assert [r.describe(names) for r in output_rules(t)] == want

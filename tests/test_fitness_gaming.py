@@ -34,7 +34,7 @@ def gaming(name: str, **params: object) -> Candidate:
 
 
 def task_with(name: str, bench: list[dict[str, int]]) -> NativeTask:
-    task = NativeTask(ROOT / "tasks" / name)
+    task = NativeTask(ROOT / "evo" / "tasks" / name)
     task.bench_sizes = bench
     return task
 
@@ -98,7 +98,7 @@ def test_a_timed_run_no_affordable_run_can_check_is_not_timed_and_says_why():
     settings = EvaluationConfig(timeout_s=60, profile_full_loop=3, profile_full_iterations=1,
                                 verify_timeout_s=0.001)
     with Evaluator(task_with("softmax", [{"rows": 64, "cols": 512}]), settings, device="cpu", secret=3) as ev:
-        r = ev.evaluate(Candidate.from_file(ROOT / "tasks/softmax/seed.py"))
+        r = ev.evaluate(Candidate.from_file(ROOT / "evo/tasks/softmax/seed.py"))
         assert r.status is Status.TIMEOUT and r.latency_ms is None, r.reason
         assert "not verifiable at bench size" in r.reason and "verify_timeout_s" in r.reason
     # with the iterations to run one program's loops in full, its row is compared instead; `verified`
@@ -106,10 +106,10 @@ def test_a_timed_run_no_affordable_run_can_check_is_not_timed_and_says_why():
     with Evaluator(task_with("softmax", [{"rows": 64, "cols": 512}]),
                    EvaluationConfig(timeout_s=60, profile_full_loop=3, verify_timeout_s=0.001), device="cpu",
                    secret=3) as ev:
-        r = ev.evaluate(Candidate.from_file(ROOT / "tasks/softmax/seed.py"))
+        r = ev.evaluate(Candidate.from_file(ROOT / "evo/tasks/softmax/seed.py"))
         assert r.ok and r.latency_ms is not None, r.reason
         assert r.latency_detail["verification"]["elements_compared"] >= 512
-        v = ev.evaluate(Candidate.from_file(ROOT / "tasks/softmax/seed.py"), level="verified")
+        v = ev.evaluate(Candidate.from_file(ROOT / "evo/tasks/softmax/seed.py"), level="verified")
         assert v.status is Status.TIMEOUT and "not verified at bench size" in v.reason, v.reason
 
 
@@ -135,14 +135,14 @@ def test_work_hidden_in_rare_programs_is_found_and_counted(softmax: Evaluator, h
 
 
 def test_empty_leading_loop_iterations_buy_nothing(softmax: Evaluator):
-    seed = softmax.evaluate(Candidate.from_file(ROOT / "tasks/softmax/seed.py"))
+    seed = softmax.evaluate(Candidate.from_file(ROOT / "evo/tasks/softmax/seed.py"))
     r = softmax.evaluate(gaming("empty_leading_iterations"))
     assert r.ok and r.latency_ms is not None and seed.latency_ms is not None
     assert r.latency_ms > 0.95 * seed.latency_ms
 
 
 def test_every_distinct_launch_is_interpreted_and_contents_tell_launches_apart(reduction: Evaluator):
-    honest = reduction.evaluate(Candidate.from_file(ROOT / "tasks/reduction/known_better.py"))
+    honest = reduction.evaluate(Candidate.from_file(ROOT / "evo/tasks/reduction/known_better.py"))
     assert honest.ok and honest.latency_ms is not None
     input_bytes = 4 * (1 << 20)
     for name in ("sixteen_empty_launches", "flag_tensor"):
@@ -237,18 +237,18 @@ def test_an_access_outside_every_tensor_is_unsafe_when_it_happens(softmax: Evalu
 # -- 7. speed of light on the model path ----------------------------------------------------------
 
 def test_a_modelled_time_below_the_speed_of_light_is_unsafe(tmp_path: Path):
-    source = (ROOT / "tasks/vector_add/task.py").read_text()
+    source = (ROOT / "evo/tasks/vector_add/task.py").read_text()
     (tmp_path / "task.py").write_text(source.replace("def bytes_moved(size, itemsize):\n    return ",
                                                      "def bytes_moved(size, itemsize):\n    return 1000 * "))
-    (tmp_path / "seed.py").write_text((ROOT / "tasks/vector_add/known_better.py").read_text())
+    (tmp_path / "seed.py").write_text((ROOT / "evo/tasks/vector_add/known_better.py").read_text())
     task = NativeTask(tmp_path)
     task.bench_sizes = [{"n": 1 << 20}]
     with Evaluator(task, EvaluationConfig(timeout_s=60), device="cpu", secret=3) as ev:
-        r = ev.evaluate(Candidate.from_file(ROOT / "tasks/vector_add/known_better.py"))
+        r = ev.evaluate(Candidate.from_file(ROOT / "evo/tasks/vector_add/known_better.py"))
     assert r.status is Status.UNSAFE and "speed-of-light" in r.reason and "modelled" in r.reason
     honest = task_with("vector_add", [{"n": 1 << 20}])
     with Evaluator(honest, EvaluationConfig(timeout_s=60), device="cpu", secret=3) as ev:
-        assert ev.evaluate(Candidate.from_file(ROOT / "tasks/vector_add/known_better.py")).ok
+        assert ev.evaluate(Candidate.from_file(ROOT / "evo/tasks/vector_add/known_better.py")).ok
 
 
 # -- 8. the evaluator never dies ------------------------------------------------------------------
@@ -301,7 +301,7 @@ def test_an_allocation_past_the_bench_memory_ceiling_is_a_crash_saying_memory_li
 def test_relying_on_zeros_in_masked_off_lanes_is_wrong_output(matmul: Evaluator):
     r = matmul.evaluate(gaming("matmul_b_without_other"))
     assert r.status is Status.WRONG_OUTPUT, r.reason
-    assert matmul.evaluate(Candidate.from_file(ROOT / "tasks/matmul/known_better.py")).ok
+    assert matmul.evaluate(Candidate.from_file(ROOT / "evo/tasks/matmul/known_better.py")).ok
 
 
 # -- 11. the model reads the compiled kernel --------------------------------------------------------
@@ -313,7 +313,7 @@ def test_pipelining_comes_from_the_compiled_loop_not_from_the_launch(matmul: Eva
     assert asked_five.latency_detail["launches"][0]["pipeline_depth"] == 2
     assert two.latency_detail["launches"][0]["pipeline_depth"] == 2
     assert asked_five.latency_ms == pytest.approx(two.latency_ms, rel=0.01)
-    four = matmul.evaluate(Candidate.from_file(ROOT / "tasks/matmul/known_better.py"))
+    four = matmul.evaluate(Candidate.from_file(ROOT / "evo/tasks/matmul/known_better.py"))
     assert four.latency_detail["launches"][0]["pipeline_depth"] == 4
 
 

@@ -119,9 +119,9 @@ def test_a_kernel_wrong_only_at_a_weighted_size_fails_though_the_first_size_alon
 
 
 def test_the_prompt_and_the_summary_show_each_weighted_size():
-    from evo.app.results import individual_summary
+    from evo.app.run.results import individual_summary
     from evo.contracts.records import Individual, Proposal
-    from mutators.llm_bottleneck import performance_lines
+    from mutators.llm.bottleneck import performance_lines
 
     r = combine([(A, 3.0, ok(1.0, 2.0, 0.8)), (B, 1.0, ok(16.0, 0.5, 0.1))])
     ev = r.apply(Evaluation("c", "t", "cpu", Status.OK, error=0.0))
@@ -136,7 +136,7 @@ def test_the_prompt_and_the_summary_show_each_weighted_size():
 
 
 def test_the_report_tables_the_best_kernels_figures_per_weighted_size(tmp_path):
-    from evo.app.report import write_run_report
+    from evo.app.report.page import write_run_report
 
     from .reports.synthetic import Ev, make_run
 

@@ -16,7 +16,7 @@ from fitness.sandbox.forkserver import OUTPUT_CAP
 from .conftest import CANDIDATES, ROOT
 
 FORK = CANDIDATES / "forkserver"
-SEED = Candidate.from_file(ROOT / "tasks" / "softmax" / "seed.py")
+SEED = Candidate.from_file(ROOT / "evo" / "tasks" / "softmax" / "seed.py")
 
 
 def forked(name: str) -> Candidate:

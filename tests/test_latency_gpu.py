@@ -16,10 +16,10 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_cuda(), reason="needs 
 
 
 def test_the_known_better_softmax_measures_faster_than_its_seed_on_cuda():
-    task = NativeTask(ROOT / "tasks/softmax")
+    task = NativeTask(ROOT / "evo/tasks/softmax")
     settings = EvaluationConfig(baselines=["seed", "torch"])
     with Evaluator(task, settings, device="cuda") as ev:
-        r = ev.evaluate(Candidate.from_file(ROOT / "tasks/softmax/known_better.py"))
+        r = ev.evaluate(Candidate.from_file(ROOT / "evo/tasks/softmax/known_better.py"))
     assert r.ok, r.reason
     assert r.latency_source is LatencySource.CUDA and r.latency_ms is not None and r.latency_ms > 0
     assert r.speedups["seed"] > 1.0 and "torch" in r.speedups

@@ -40,7 +40,7 @@ BENCH = {
 
 
 def small_task(name: str) -> NativeTask:
-    task = NativeTask(ROOT / "tasks" / name)
+    task = NativeTask(ROOT / "evo" / "tasks" / name)
     task.bench_sizes = [BENCH[name]]
     return task
 
@@ -64,7 +64,7 @@ def model() -> Iterator[Model]:
 
 
 def seed(task: str, **params: object) -> Candidate:
-    return Candidate.from_file(ROOT / "tasks" / task / "seed.py", dict(params) or None)  # type: ignore[arg-type]
+    return Candidate.from_file(ROOT / "evo" / "tasks" / task / "seed.py", dict(params) or None)  # type: ignore[arg-type]
 
 
 def test_the_model_needs_no_gpu_and_compiles_without_the_interpreter():
@@ -76,7 +76,7 @@ def test_the_model_needs_no_gpu_and_compiles_without_the_interpreter():
 def test_one_pass_softmax_is_modelled_faster_than_three_passes(model: Model):
     m = model("softmax")
     three = m.measure(seed("softmax"))
-    one = m.measure(Candidate.from_file(ROOT / "tasks/softmax/known_better.py"))
+    one = m.measure(Candidate.from_file(ROOT / "evo/tasks/softmax/known_better.py"))
     assert three.status is Status.OK and one.status is Status.OK
     assert three.source is LatencySource.MODEL and one.source is LatencySource.MODEL
     assert one.latency_ms is not None and three.latency_ms is not None
@@ -157,7 +157,7 @@ def test_addresses_that_depend_on_data_are_reported(model: Model):
 
 
 def test_the_model_is_deterministic(model: Model):
-    c = Candidate.from_file(ROOT / "tasks/reduction/known_better.py")
+    c = Candidate.from_file(ROOT / "evo/tasks/reduction/known_better.py")
     first = model("reduction").measure(c)
     again = ModelLatency(small_task("reduction"), EvaluationConfig(),
                          interp_worker=model("reduction").interp, compile_worker=model("reduction").compiler)
@@ -171,7 +171,7 @@ def test_each_known_better_kernel_is_modelled_faster_than_its_seed(model: Model,
     # issue 3: the model ranks seed and best known variant of every shipped task; on an H200 every
     # known-better kernel measured faster than its seed (1.8x softmax to 233x reduction)
     slow = model(task).measure(seed(task))
-    fast = model(task).measure(Candidate.from_file(ROOT / "tasks" / task / "known_better.py"))
+    fast = model(task).measure(Candidate.from_file(ROOT / "evo" / "tasks" / task / "known_better.py"))
     assert slow.status is Status.OK and fast.status is Status.OK, (slow.reason, fast.reason)
     assert slow.latency_ms is not None and fast.latency_ms is not None, (slow.reason, fast.reason)
     assert fast.latency_ms < slow.latency_ms
@@ -182,7 +182,7 @@ def test_the_head_blocked_split_cache_mla_kernel_is_modelled_well_above_the_seed
     """Issue 7, through the evaluator as a campaign on a CPU sees it: checked, then modelled."""
     task = small_task("mla_decode")
     with Evaluator(task, EvaluationConfig(timeout_s=120), device="cpu") as ev:
-        result = ev.evaluate(Candidate.from_file(ROOT / "tasks/mla_decode/known_better.py"))
+        result = ev.evaluate(Candidate.from_file(ROOT / "evo/tasks/mla_decode/known_better.py"))
     assert result.status is Status.OK, result.reason
     assert result.latency_source is LatencySource.MODEL
     # the seed reloads the latent cache once per head (128 heads) in one program per (batch, head);
@@ -196,7 +196,7 @@ def test_every_candidate_of_a_run_is_sampled_at_the_same_programs(model: Model):
     different lengths), so a sample drawn per candidate modelled identical kernels up to 14% apart,
     and a search kept whichever copy drew cheap programs."""
     m = model("mla_decode")
-    source = (ROOT / "tasks" / "mla_decode" / "seed.py").read_text()
+    source = (ROOT / "evo" / "tasks" / "mla_decode" / "seed.py").read_text()
     candidates = [Candidate.from_source(source + f"\n# copy {k}\n") for k in range(3)]
     assert len({c.id for c in candidates}) == 3
     copies = [m.measure(c) for c in candidates]

@@ -86,12 +86,12 @@ class ScriptedCudaWorker:
 
 @pytest.fixture(scope="module")
 def matmul() -> NativeTask:
-    return NativeTask(ROOT / "tasks/matmul")
+    return NativeTask(ROOT / "evo/tasks/matmul")
 
 
 def measure(task: NativeTask, worker: ScriptedCudaWorker) -> Any:
     lat = CudaLatency(task, EvaluationConfig(), worker=worker)  # type: ignore[arg-type]
-    return lat, lat.measure(Candidate.from_file(ROOT / "tasks/matmul/known_better.py"))
+    return lat, lat.measure(Candidate.from_file(ROOT / "evo/tasks/matmul/known_better.py"))
 
 
 def test_a_measured_time_is_reported_as_cuda_with_speedups_over_every_baseline(matmul):
@@ -133,7 +133,7 @@ def test_an_illegal_memory_access_is_a_crash_and_the_next_session_retimes_baseli
     del w.extra["crash"]
     w.times["candidate"] = 0.2
     w.log.clear()
-    r = lat.measure(Candidate.from_file(ROOT / "tasks/matmul/known_better.py"))
+    r = lat.measure(Candidate.from_file(ROOT / "evo/tasks/matmul/known_better.py"))
     assert r.status is Status.OK
     assert w.log[0] == "bench_setup" and w.log.count("bench:module:seed+torch,torch_compile") == 1
 
@@ -157,12 +157,12 @@ def test_speedups_are_ratios_to_the_baselines_timed_alongside_the_candidate(matm
 def test_the_first_timing_op_of_a_worker_session_spins_the_gpu_up_longest(matmul):
     w = ScriptedCudaWorker({"seed": 4.0, "torch": 0.25, "torch_compile": 0.22, "candidate": 0.2})
     lat, _ = measure(matmul, w)
-    lat.measure(Candidate.from_file(ROOT / "tasks/matmul/known_better.py"))
+    lat.measure(Candidate.from_file(ROOT / "evo/tasks/matmul/known_better.py"))
     first, later = EvaluationConfig().spin_up_first.min_ms, EvaluationConfig().spin_up.min_ms
     assert first > later
     assert w.spin_ups == [first, later, later]  # seed with the torch baselines, then two candidates
     w.starts += 1  # a replaced worker is a new session: clocked down again
-    r = lat.measure(Candidate.from_file(ROOT / "tasks/matmul/known_better.py"))
+    r = lat.measure(Candidate.from_file(ROOT / "evo/tasks/matmul/known_better.py"))
     assert w.spin_ups[3:] == [first, later] and r.detail["spin_up"] == {"ms": later}
 
 
@@ -171,7 +171,7 @@ def test_a_worker_set_up_for_another_task_meanwhile_retimes_and_keeps_the_seed_a
     lat, _ = measure(matmul, w)
     w.request({"op": "bench_setup", "key": "another task", "copies": 4}, 1.0)  # drops the kept seed
     w.log.clear()
-    r = lat.measure(Candidate.from_file(ROOT / "tasks/matmul/known_better.py"))
+    r = lat.measure(Candidate.from_file(ROOT / "evo/tasks/matmul/known_better.py"))
     assert r.status is Status.OK and r.speedups["seed"] == pytest.approx(20.0)
     assert w.log == ["load", "bench:module:candidate+seed,torch,torch_compile", "bench_setup", "load",
                      "bench:module:seed+torch,torch_compile", "load", "bench:module:candidate+seed,torch,torch_compile"]
@@ -188,7 +188,7 @@ def test_without_a_working_seed_the_torch_baselines_are_timed_alone_and_alongsid
         return original(msg, timeout)
 
     w.request = request  # type: ignore[method-assign]
-    r = lat.measure(Candidate.from_file(ROOT / "tasks/matmul/known_better.py"))
+    r = lat.measure(Candidate.from_file(ROOT / "evo/tasks/matmul/known_better.py"))
     assert r.status is Status.OK and set(r.speedups) == {"torch", "torch_compile"}
     assert "the seed does not compile here" in r.detail["baseline_errors"]["seed"]
     assert w.log[-4:] == ["bench:torch:seed", "bench:torch_compile:seed", "load",
@@ -204,7 +204,7 @@ def test_latency_fields_survive_the_round_trip_through_json():
 
 
 def test_evo_eval_on_cpu_reports_a_modelled_latency_and_the_speedup_over_the_seed():
-    p = evo("eval", "configs/softmax.yaml", "--candidate", "tasks/softmax/known_better.py")
+    p = evo("eval", "configs/softmax.yaml", "--candidate", "evo/tasks/softmax/known_better.py")
     assert p.returncode == 0, p.stderr
     v = last_json(p.stdout)
     assert v["status"] == "ok" and v["latency_source"] == "model" and v["latency_gpu"] == "h100"
@@ -216,10 +216,10 @@ def test_evo_eval_on_cpu_reports_a_modelled_latency_and_the_speedup_over_the_see
 def test_latency_can_be_switched_off_and_the_target_gpu_is_validated(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("task:\n  name: softmax\nevaluation:\n  latency: 'off'\n")
-    p = evo("eval", str(cfg), "--candidate", "tasks/softmax/seed.py", "--quick")
+    p = evo("eval", str(cfg), "--candidate", "evo/tasks/softmax/seed.py", "--quick")
     assert p.returncode == 0, p.stderr
     v = last_json(p.stdout)
     assert v["latency_ms"] is None and v["latency_source"] is None and v["speedups"] == {}
     cfg.write_text("task:\n  name: softmax\nevaluation:\n  target_gpu: b200\n")
-    p = evo("eval", str(cfg), "--candidate", "tasks/softmax/seed.py")
+    p = evo("eval", str(cfg), "--candidate", "evo/tasks/softmax/seed.py")
     assert p.returncode == 2 and "target_gpu 'b200' is not one of a100, h100, h200" in p.stderr

@@ -102,6 +102,7 @@ def test_the_checker_sees_an_upward_import_and_a_cycle(tmp_path):
     f.write_text("def f():\n    from evo.app import cli\n    from fitness.latency.stage import LatencyStage\n")
     found = _imports(f, {"evo.app.cli"})
     assert ("evo.app.cli", [], 2) in found and ("fitness.latency.stage", ["LatencyStage"], 3) in found
-    assert _layer("evo.app.cli") > _layer("islands.island") > _layer("mutators.stoke") > _layer("fitness.evaluate")
+    assert _layer("evo.app.cli") > _layer("islands.island") > _layer("mutators.stoke.mutator")
+    assert _layer("mutators.stoke.mutator") > _layer("fitness.evaluate")
     assert _layer("fitness.evaluate") > _layer("fitness.latency.stage") > _layer("fitness.sandbox.process")
     assert _layer("fitness.sandbox.zones") > _layer("evo.contracts.task")

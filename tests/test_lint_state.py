@@ -190,7 +190,7 @@ def test_state_candidates_are_refused_by_the_lint(name, words):
 @pytest.fixture(scope="module")
 def checker() -> Iterator[Evaluator]:
     """The evaluator without the latency model: the honest twin needs only the check."""
-    task = NativeTask(ROOT / "tasks" / "softmax")
+    task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     with Evaluator(task, EvaluationConfig(timeout_s=60.0, memory_mb=1024, latency=LatencyMode.OFF),
                    device="cpu") as ev:
         yield ev

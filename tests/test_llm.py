@@ -17,7 +17,7 @@ from evo.contracts.records import Individual, Proposal
 from evo.contracts.verdict import Evaluation, LatencySource, Status
 from mutators.base import MutationContext
 from mutators.factory import build_mutator
-from mutators.llm import LLMMutator
+from mutators.llm.mutator import LLMMutator
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 # a fake evaluate on purpose: these tests are about the client, prompts and replies, not about
@@ -40,7 +40,7 @@ PARAMS = {"BLOCK": 1024, "num_warps": 4}
 
 @pytest.fixture(scope="module")
 def task() -> NativeTask:
-    return NativeTask(ROOT / "tasks" / "softmax")
+    return NativeTask(ROOT / "evo" / "tasks" / "softmax")
 
 
 @pytest.fixture
@@ -188,7 +188,7 @@ def test_an_endpoint_that_is_down_pauses_the_mutator_then_it_comes_back(task, pa
 
 
 def test_the_prompt_holds_nothing_the_evaluator_measured_about_itself(parent):
-    from mutators.llm_prompt import fitness_lines
+    from mutators.llm.prompt import fitness_lines
 
     timed = parent.evaluation.with_(latency_detail={**parent.evaluation.latency_detail, "model_s": 1.234,
                                                     "full_run_estimate_s": 88.0, "sample_seed": "9405021867"})

@@ -30,10 +30,10 @@ from islands.evaluation import EvaluationLedger, LocalEvaluationService
 from islands.island import Island
 from mutators.base import MutationContext
 from mutators.factory import build_mutator
-from mutators.llm import LLMMutator, explanation
-from mutators.llm_attempts import Attempt, Pending, attempt_of, diverse, outcome_text, unified_diff
-from mutators.llm_bottleneck import BOUND_WORDS, bottleneck_text, launch_sentence, performance_lines
-from mutators.llm_prompt import build_messages, task_lines
+from mutators.llm.attempts import Attempt, Pending, attempt_of, diverse, outcome_text, unified_diff
+from mutators.llm.bottleneck import BOUND_WORDS, bottleneck_text, launch_sentence, performance_lines
+from mutators.llm.mutator import LLMMutator, explanation
+from mutators.llm.prompt import build_messages, task_lines
 from mutators.selection import FixedWeights
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.fakes.standin import fake_evaluate
@@ -54,7 +54,7 @@ H100 = PROFILES["h100"]
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Island, list[str]]]:
     """A 3-generation island run with the llm mutator; the user messages of its three requests."""
-    task = NativeTask(ROOT / "tasks" / "softmax")
+    task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     task.bench_sizes = [{"rows": 64, "cols": 1024}]  # 64 programs: fewer than the H100's 132 SMs
     evaluator = Evaluator(task, EvaluationConfig(timeout_s=120.0, memory_mb=2048), device="cpu")
     mp = pytest.MonkeyPatch()
@@ -166,7 +166,7 @@ def test_many_programs_give_waves_and_spills_are_named():
 
 
 def test_performance_lines_give_the_speed_of_light_against_the_tasks_minimum_traffic():
-    task = NativeTask(ROOT / "tasks" / "softmax")
+    task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     e = Evaluation("c", task.key, "cpu", Status.OK, error=0.0, latency_ms=0.0095, latency_source=LatencySource.MODEL,
                    speedups={"seed": 2.5}, roofline_fraction=0.08, latency_gpu="h100",
                    latency_detail={"gpu": "h100", "size": {"rows": 64, "cols": 1024}, "dram_bytes": 1048576,
@@ -230,7 +230,7 @@ def test_inspirations_are_one_per_structure_and_params_variants_are_listed_apart
 
 
 def test_the_prompt_of_a_population_of_near_identical_elites_stays_small():
-    task = NativeTask(ROOT / "tasks" / "softmax")
+    task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     seed = Candidate.from_source(task.seed_source or "")
     ev = Evaluation(seed.id, task.key, "cpu", Status.OK, error=0.0, latency_ms=1.0)
     parent = Individual(Proposal(seed, "seed"), ev)
@@ -263,7 +263,7 @@ def test_attempts_survive_a_checkpoint(tmp_path):
 
 def test_other_mutators_failures_are_labelled_and_own_children_are_shown_once(tmp_path):
     m = replay_mutator(tmp_path)
-    task = NativeTask(ROOT / "tasks" / "softmax")
+    task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     wrong = Evaluation("x", task.key, "cpu", Status.WRONG_OUTPUT, reason="NaN in output 0")
     by_stoke = Individual(Proposal(Candidate("A"), "stoke"), wrong.with_(reason="stoke broke it"))
     by_me = Individual(Proposal(Candidate("B"), "llm"), wrong.with_(reason="llm broke it"))

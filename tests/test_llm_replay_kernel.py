@@ -12,12 +12,12 @@ from evo.contracts.native_task import NativeTask
 from evo.contracts.records import Individual, Proposal
 from mutators.base import MutationContext
 from mutators.factory import build_mutator
-from mutators.llm_prompt import build_messages, current_kernel, source_with_params
+from mutators.llm.prompt import build_messages, current_kernel, source_with_params
 from tests.fakes.standin import fake_evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "configs" / "llm_records" / "softmax_standin.jsonl"
-TASK = NativeTask(ROOT / "tasks" / "softmax")
+TASK = NativeTask(ROOT / "evo" / "tasks" / "softmax")
 
 
 def scored(c: Candidate) -> Individual:

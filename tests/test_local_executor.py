@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evo.app import campaign as campaign_module
-from evo.app.campaign import Campaign
-from evo.app.campaign_setup import CampaignHooks, prepare
-from evo.app.progress import PlainLog
+from evo.app.run import campaign as campaign_module
+from evo.app.run.campaign import Campaign
+from evo.app.run.progress import PlainLog
+from evo.app.run.setup import CampaignHooks, prepare
 from evo.contracts.candidate import Candidate
 from evo.contracts.verdict import Evaluation
 from islands.local_runtime import LocalRuntime

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evo.app.campaign_setup import prepare
-from evo.app.lowering import LoweringFailed
+from evo.app.run.lowering import LoweringFailed
+from evo.app.run.setup import prepare
 from evo.contracts.config_file import ConfigError
 from evo.contracts.history import MsgpackLog
 
@@ -20,7 +20,7 @@ from .test_export_torch_op import NO_MAX_SOFTMAX
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "EVO_TEST_LOWERING_KEY"
-GOOD = (ROOT / "tasks" / "softmax" / "known_better.py").read_text()
+GOOD = (ROOT / "evo" / "tasks" / "softmax" / "known_better.py").read_text()
 SIZES = {"check": [{"rows": 1, "cols": 1}, {"rows": 3, "cols": 17}, {"rows": 5, "cols": 1000}],
          "bench": [{"rows": 64, "cols": 1024}]}
 
@@ -32,7 +32,7 @@ def fenced(source: str) -> str:
 def task_without_seed(tmp_path: Path) -> Path:
     folder = tmp_path / "mysoftmax"
     folder.mkdir()
-    shutil.copy(ROOT / "tasks" / "softmax" / "task.py", folder / "task.py")
+    shutil.copy(ROOT / "evo" / "tasks" / "softmax" / "task.py", folder / "task.py")
     return folder
 
 

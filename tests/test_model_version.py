@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from evo.app import campaign_setup
-from evo.app.ablation_stats import analyse, version_words
+from evo.app.ablation.stats import analyse, version_words
 from evo.app.cli import main
-from evo.app.run_data import load_run
-from evo.app.trace import trace_of
+from evo.app.report.data import load_run
+from evo.app.report.trace import trace_of
+from evo.app.run import setup as campaign_setup
 from evo.contracts.config_file import ConfigError
 from fitness.latency import model_version as mv
-from mutators.llm_bottleneck import NOT_SEARCH_STATE
+from mutators.llm.bottleneck import NOT_SEARCH_STATE
 
 from .reports.synthetic import Ev, make_run
 
@@ -96,7 +96,7 @@ def test_an_ablation_says_when_its_runs_come_from_more_than_one_model(tmp_path):
 
 
 def test_a_run_report_names_the_model_version_of_its_figures(tmp_path):
-    from evo.app.report import source_banner
+    from evo.app.report.page import source_banner
 
     t = trace_of(load_run(make_run(tmp_path, "r", [Ev("seed", 8.0, 1, detail=v("aaaa")),
                                                    Ev("stoke", 4.0, 2, detail=v("aaaa"))]).path))

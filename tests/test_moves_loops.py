@@ -17,9 +17,9 @@ from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
 from evo.contracts.verdict import Status
 from fitness.evaluate import Evaluator
-from mutators.ast_edit import Move
-from mutators.moves import DEFAULT_WEIGHTS, MOVE_NAMES
-from mutators.moves_loops import FuseLoops, HoistInvariant
+from mutators.stoke.moves.ast_edit import Move
+from mutators.stoke.moves.catalog import DEFAULT_WEIGHTS, MOVE_NAMES
+from mutators.stoke.moves.loops import FuseLoops, HoistInvariant
 from tests.fakes.loop_kernels import ROW_MOMENTS, ROW_STATS, ROW_STATS_TASK, SCALE_ROWS, SCALE_ROWS_TASK
 
 

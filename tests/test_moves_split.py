@@ -17,8 +17,8 @@ from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
 from evo.contracts.verdict import Status
 from fitness.evaluate import Evaluator
-from mutators.moves import MOVE_NAMES
-from mutators.moves_split import SPLIT_VALUES, SplitReduction
+from mutators.stoke.moves.catalog import MOVE_NAMES
+from mutators.stoke.moves.split import SPLIT_VALUES, SplitReduction
 
 MOVE = SplitReduction()
 

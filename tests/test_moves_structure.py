@@ -14,15 +14,15 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import NativeTask
 from fitness.evaluate import Evaluator
-from mutators.moves import DEFAULT_WEIGHTS, move_named
-from mutators.moves_structure import ReuseValue, SingleBlock
-from mutators.value_numbering import redundant
+from mutators.stoke.moves.catalog import DEFAULT_WEIGHTS, move_named
+from mutators.stoke.moves.structure import ReuseValue, SingleBlock
+from mutators.stoke.moves.value_numbering import redundant
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _seed(task: str, **params: int) -> Candidate:
-    return Candidate.from_file(ROOT / "tasks" / task / "seed.py").with_params(**params)
+    return Candidate.from_file(ROOT / "evo" / "tasks" / task / "seed.py").with_params(**params)
 
 
 def _single_block(c: Candidate) -> Candidate:
@@ -105,7 +105,7 @@ def test_value_numbering_sees_through_names_and_forgets_what_is_reassigned():
 def checker() -> Iterator[dict[str, Evaluator]]:
     """Equivalence at every check size (latency off: these tests are about meaning, not speed)."""
     settings = EvaluationConfig(timeout_s=300.0, memory_mb=2048, latency=LatencyMode.OFF)
-    out = {name: Evaluator(NativeTask(ROOT / "tasks" / name), settings, device="cpu")
+    out = {name: Evaluator(NativeTask(ROOT / "evo" / "tasks" / name), settings, device="cpu")
            for name in ("softmax", "layernorm")}
     yield out
     for ev in out.values():

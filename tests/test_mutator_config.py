@@ -15,9 +15,9 @@ from evo.contracts.mutator_config import (
     SweepConfig,
 )
 from mutators.factory import build_mutator
-from mutators.llm import LLMMutator
-from mutators.optuna_tuner import OptunaMutator
-from mutators.stoke import StokeMutator
+from mutators.llm.mutator import LLMMutator
+from mutators.optuna.tuner import OptunaMutator
+from mutators.stoke.mutator import StokeMutator
 
 ENTRY: TypeAdapter[AnyMutatorConfig] = TypeAdapter(MutatorConfig)
 

@@ -24,8 +24,8 @@ from evo.contracts.task import Task
 from evo.contracts.verdict import LatencySource
 from fitness.evaluate import Evaluator
 from mutators.factory import build_mutator
-from mutators.optuna_tuner import OptunaMutator
-from mutators.stoke import StokeMutator
+from mutators.optuna.tuner import OptunaMutator
+from mutators.stoke.mutator import StokeMutator
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +51,7 @@ def evaluators() -> Iterator[dict[str, tuple[Task, Evaluator]]]:
     4096^3 no matmul could be, and no island could adopt one)."""
     out: dict[str, tuple[Task, Evaluator]] = {}
     for name in ("softmax", "matmul"):
-        task = NativeTask(ROOT / "tasks" / name)
+        task = NativeTask(ROOT / "evo" / "tasks" / name)
         task.bench_sizes = [BENCH[name]]
         out[name] = (task, Evaluator(task, EvaluationConfig(timeout_s=120.0, memory_mb=2048), device="cpu"))
     yield out

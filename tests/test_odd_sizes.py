@@ -17,7 +17,7 @@ from evo.contracts.odd_sizes import free_dimensions, odd_size
 from evo.contracts.task import Case
 from evo.contracts.verdict import FULL, VERIFIED, Status
 from fitness.evaluate import Evaluator
-from mutators.llm_parse import apply_reply
+from mutators.llm.parse import apply_reply
 
 CHECK = [{"M": 1, "N": 1, "K": 1, "mode": 0}, {"M": 31, "N": 67, "K": 129, "mode": 0}]
 

@@ -28,7 +28,7 @@ from evo.contracts.native_task import NativeTask
 from evo.contracts.records import Individual, Proposal
 from evo.contracts.verdict import Evaluation, Status
 from mutators.base import MutationContext
-from mutators.optuna_tuner import OptunaMutator
+from mutators.optuna.tuner import OptunaMutator
 from tests.fakes.standin import fake_evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,7 +108,7 @@ def tuned_run(journal: Path, task: NativeTask) -> tuple[OptunaMutator, dict[str,
 
 
 def test_the_dashboard_shows_a_runs_study_with_its_task_and_each_trials_candidate(dashboard, tmp_path):
-    task = NativeTask(ROOT / "tasks" / "softmax")
+    task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     seed = Candidate.from_source(task.seed_source or "")
     journal = tmp_path / "tune-20250101-120000" / "optuna.journal"  # RUN_DIR/optuna.journal
     m, expected = tuned_run(journal, task)

@@ -28,13 +28,13 @@ from evo.contracts.history import MsgpackLog
 from evo.contracts.mutator_config import OptunaConfig
 from evo.contracts.native_task import NativeTask
 from evo.contracts.records import Proposal
-from mutators.optuna_space import open_storage
-from mutators.optuna_tuner import OptunaMutator
+from mutators.optuna.space import open_storage
+from mutators.optuna.tuner import OptunaMutator
 from tests.pg_server import PgServer, missing, postgres_server
 from tests.test_optuna_tuner import loop, seed_of
 
 ROOT = Path(__file__).resolve().parent.parent
-SOFTMAX = ROOT / "tasks" / "softmax"
+SOFTMAX = ROOT / "evo" / "tasks" / "softmax"
 _databases = count()
 
 
@@ -146,7 +146,7 @@ def test_a_resumed_mutator_continues_the_study(pg_env, tmp_path):
 # a softmax with tiny sizes so the interpreter's evaluations take little of the test's minutes
 TINY_SOFTMAX = {"name": "softmax", "sizes": {"check": [{"rows": 1, "cols": 1}, {"rows": 3, "cols": 17}],
                                              "bench": [{"rows": 4, "cols": 64}]}}
-EVO = ("import sys; from evo.app.cli import main; from evo.app.campaign_setup import CampaignHooks; "
+EVO = ("import sys; from evo.app.cli import main; from evo.app.run.setup import CampaignHooks; "
        "from tests.islands_fakes import fake_evaluator_factory; "
        "sys.exit(main(hooks=CampaignHooks(evaluator_factory=fake_evaluator_factory)))")
 

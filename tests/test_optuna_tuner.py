@@ -17,9 +17,9 @@ from evo.contracts.native_task import NativeTask
 from evo.contracts.records import Individual, Proposal
 from evo.contracts.verdict import Evaluation, Status
 from mutators.base import MutationContext
-from mutators.known_configs import TRITON_TUTORIAL_MATMUL, known_configs
-from mutators.optuna_space import Encoding, derived_space, open_storage
-from mutators.optuna_tuner import OptunaMutator
+from mutators.optuna.known_configs import TRITON_TUTORIAL_MATMUL, known_configs
+from mutators.optuna.space import Encoding, derived_space, open_storage
+from mutators.optuna.tuner import OptunaMutator
 
 # a fake evaluate on purpose: these tests are about studies, enqueueing and tell/FAIL; no worker
 # keeps them fast (the real latency model drives tests/test_mutators_improve.py)
@@ -30,12 +30,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def matmul() -> NativeTask:
-    return NativeTask(ROOT / "tasks" / "matmul")
+    return NativeTask(ROOT / "evo" / "tasks" / "matmul")
 
 
 @pytest.fixture(scope="module")
 def softmax() -> NativeTask:
-    return NativeTask(ROOT / "tasks" / "softmax")
+    return NativeTask(ROOT / "evo" / "tasks" / "softmax")
 
 
 def seed_of(task: NativeTask) -> Individual:
@@ -213,7 +213,7 @@ def settled_run(monkeypatch, tmp_path, softmax, cfg: OptunaConfig, rounds: int, 
             return optuna.samplers.PartialFixedSampler({"BLOCK": 0, "num_warps": 0},
                                                        optuna.samplers.RandomSampler(seed=seed))
 
-    monkeypatch.setattr("mutators.optuna_tuner.make_sampler", settled)
+    monkeypatch.setattr("mutators.optuna.tuner.make_sampler", settled)
     m = m or OptunaMutator(cfg, journal_path=tmp_path / "j.log", seed=0)
     evaluate = trap_evaluate(softmax)
     c = Candidate(source or softmax.seed_source or "", {"BLOCK": 4096, "num_warps": 16})

@@ -1,4 +1,4 @@
-"""Waiting for the evaluators Ray can place (`evo.app.placement`), on a clock of the test's own: the
+"""Waiting for the evaluators Ray can place (`evo.app.run.placement`), on a clock of the test's own: the
 campaign begins once those that fit have started, says within seconds what the others wait for, and
 fails with the same words when none starts."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evo.app.placement import FIRST_REPORT_S, GRACE_S, REPORT_EVERY_S, placement_text, wait_for_evaluators
+from evo.app.run.placement import FIRST_REPORT_S, GRACE_S, REPORT_EVERY_S, placement_text, wait_for_evaluators
 from islands.evaluator_actor import EvaluatorInfo
 
 

@@ -87,7 +87,7 @@ def test_a_head_lost_with_its_driver_resumes_from_the_run_directory_on_a_new_hea
     task module and seed lived in a working folder that is gone by then (as a job's temporary working
     directory is), so the run directory's copies are all it needs, and nothing of the old cluster is."""
     work = tmp_path / "work"
-    shutil.copytree(ROOT / "tasks/softmax", work / "mysoftmax")
+    shutil.copytree(ROOT / "evo/tasks/softmax", work / "mysoftmax")
     (work / "mysoftmax/seed.py").rename(work / "start.py")
     task = {**SMALL_SOFTMAX, "name": None, "path": "mysoftmax", "seed": "start.py"}
     config = write_config(work, task=task, budget={"generations": 5}, output_dir=str(tmp_path / "runs"))

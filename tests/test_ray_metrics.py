@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from evo.app.metrics import CampaignMetrics, Instruments
-from evo.app.progress import Totals
+from evo.app.run.metrics import CampaignMetrics, Instruments
+from evo.app.run.progress import Totals
 
 from .ray_head import joined_head
 from .test_campaign_ray import campaign, write_config

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evo.app.campaign_setup import CampaignHooks, prepare
+from evo.app.run.setup import CampaignHooks, prepare
 from evo.contracts.config_file import ConfigError
 from evo.contracts.native_task import NativeTask
 
@@ -25,9 +25,9 @@ def work_folder(tmp_path: Path) -> Path:
     """A user's folder: their own task module (a copy of the softmax task, renamed) and seed."""
     work = tmp_path / "work"
     (work / "mytask").mkdir(parents=True)
-    shutil.copy(ROOT / "tasks/softmax/task.py", work / "mytask/task.py")
+    shutil.copy(ROOT / "evo/tasks/softmax/task.py", work / "mytask/task.py")
     (work / "mytask/notes.txt").write_text("a file the task folder also holds\n")
-    shutil.copy(ROOT / "tasks/softmax/seed.py", work / "my_seed.py")
+    shutil.copy(ROOT / "evo/tasks/softmax/seed.py", work / "my_seed.py")
     shutil.copytree(ROOT / "tests/kernelbench", work / "kb")
     shutil.copy(ROOT / "evo/kernelbench_seeds/23_Softmax.py", work / "kb/softmax_seed.py")
     shutil.copy(ROOT / "configs/llm_records/softmax_standin.jsonl", work / "records.jsonl")
@@ -54,7 +54,7 @@ def test_a_task_module_run_resumes_after_its_folder_is_gone(tmp_path):
     first = prepare(str(config), hooks=HOOKS)
     run = first.store.path
     inputs = run / "inputs"
-    assert (inputs / "task/mytask/task.py").read_text() == (ROOT / "tasks/softmax/task.py").read_text()
+    assert (inputs / "task/mytask/task.py").read_text() == (ROOT / "evo/tasks/softmax/task.py").read_text()
     assert (inputs / "task/mytask/notes.txt").is_file()  # the task folder's other files too
     assert (inputs / "seed.py").read_text() == (work / "my_seed.py").read_text()
     assert (inputs / "config.given.yaml").read_text() == config.read_text()  # verbatim, comments included

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evo.app.run_store import RunStore
+from evo.app.run.store import RunStore
 from evo.contracts.config import BudgetConfig, Config, TaskConfig
 from evo.contracts.history import MsgpackLog, pack, unpack
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from evo.app import run_stats as rs
-from evo.app.report import write_run_report
-from evo.app.run_data import load_run
+from evo.app.report import stats as rs
+from evo.app.report.data import load_run
+from evo.app.report.page import write_run_report
 
 from .reports.synthetic import T0, Ev, make_run
 

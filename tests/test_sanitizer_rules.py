@@ -32,7 +32,7 @@ def sanitizer(name: str) -> Candidate:
 
 
 def _reduction() -> NativeTask:
-    task = NativeTask(ROOT / "tasks" / "reduction")
+    task = NativeTask(ROOT / "evo" / "tasks" / "reduction")
     task.check_sizes = list(CHECK_SIZES)
     task.bench_sizes = [{"n": 1 << 14}]
     return task

@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from bench import run_curves, search_table
-from evo.app.ablation import STATE_FILE, AblationState, RunStatus
-from evo.app.ablation_config import load_ablation
-from evo.app.ablation_report import ablation_doc
-from evo.app.sweep_ref import sweep_key
+from evo.app.ablation.config import load_ablation
+from evo.app.ablation.report import ablation_doc
+from evo.app.ablation.runner import STATE_FILE, AblationState, RunStatus
+from evo.app.run.sweep_ref import sweep_key
 
 from .reports.synthetic import Ev, make_run
 

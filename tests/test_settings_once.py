@@ -96,11 +96,11 @@ def empty(monkeypatch, tmp_path) -> Config:
 
 
 def test_mutators_and_selection_built_from_an_empty_config_carry_the_schema_defaults(empty, tmp_path):
-    from mutators.llm import LLMMutator
-    from mutators.moves import DEFAULT_WEIGHTS
-    from mutators.optuna_tuner import OptunaMutator
+    from mutators.llm.mutator import LLMMutator
+    from mutators.optuna.tuner import OptunaMutator
     from mutators.selection import UCB1
-    from mutators.stoke import StokeMutator
+    from mutators.stoke.moves.catalog import DEFAULT_WEIGHTS
+    from mutators.stoke.mutator import StokeMutator
 
     stoke, optuna, llm = (build_mutator(m, run_dir=tmp_path, seed=0) for m in empty.mutators)
     s, o, c = StokeConfig(), OptunaConfig(), LLMConfig()

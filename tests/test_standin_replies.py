@@ -25,8 +25,8 @@ from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
 from evo.contracts.verdict import Status
 from fitness.evaluate import Evaluator
-from mutators.llm_parse import ReplyError, apply_reply
-from mutators.llm_prompt import current_kernel
+from mutators.llm.parse import ReplyError, apply_reply
+from mutators.llm.prompt import current_kernel
 
 # what the real checker says of each answer applied to the task's seed, and the words that say why
 OUTCOMES = {

@@ -16,9 +16,9 @@ from evo.contracts.records import Individual, Proposal
 from evo.contracts.verdict import Evaluation, Status
 from fitness.check.lint import lint
 from mutators.base import MutationContext
-from mutators.moves import DEFAULT_WEIGHTS, MOVE_NAMES, MOVES, move_named
-from mutators.moves_code import LOG2E, next_value
-from mutators.stoke import StokeMutator, cost
+from mutators.stoke.moves.catalog import DEFAULT_WEIGHTS, MOVE_NAMES, MOVES, move_named
+from mutators.stoke.moves.code import LOG2E, next_value
+from mutators.stoke.mutator import StokeMutator, cost
 
 # a fake evaluate on purpose: these tests count what the chain asks and how moves apply; no worker
 # keeps them fast (the real latency model drives tests/test_mutators_improve.py)
@@ -26,9 +26,9 @@ from tests.fakes.loop_kernels import ROW_STATS, SCALE_ROWS
 from tests.fakes.standin import fake_evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
-SOFTMAX = Candidate.from_file(ROOT / "tasks" / "softmax" / "seed.py")
-MATMUL = Candidate.from_file(ROOT / "tasks" / "matmul" / "seed.py")
-REDUCTION = Candidate.from_file(ROOT / "tasks" / "reduction" / "seed.py")  # the "split reduction" site
+SOFTMAX = Candidate.from_file(ROOT / "evo" / "tasks" / "softmax" / "seed.py")
+MATMUL = Candidate.from_file(ROOT / "evo" / "tasks" / "matmul" / "seed.py")
+REDUCTION = Candidate.from_file(ROOT / "evo" / "tasks" / "reduction" / "seed.py")  # the "split reduction" site
 HINTED = Candidate.from_source("""import triton
 import triton.language as tl
 
@@ -141,7 +141,7 @@ def test_cost_weights_error_and_treats_missing_latency_as_a_constant():
 
 @pytest.fixture(scope="module")
 def task() -> NativeTask:
-    return NativeTask(ROOT / "tasks" / "softmax")
+    return NativeTask(ROOT / "evo" / "tasks" / "softmax")
 
 
 class Counting:

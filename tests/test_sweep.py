@@ -15,7 +15,7 @@ from tests.fakes.standin import fake_evaluate
 
 from .conftest import ROOT
 
-TASK = NativeTask(ROOT / "tasks" / "matmul")
+TASK = NativeTask(ROOT / "evo" / "tasks" / "matmul")
 SEED = Candidate.from_source(TASK.seed_source or "")
 
 

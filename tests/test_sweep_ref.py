@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from bench import space_sweep
-from evo.app.sweep_ref import SWEEPS, as_of, load_sweeps, sweep_key, sweep_words, version_gap, with_earlier
+from evo.app.run.sweep_ref import SWEEPS, as_of, load_sweeps, sweep_key, sweep_words, version_gap, with_earlier
 from evo.contracts.candidate import Candidate
 from evo.contracts.verdict import Evaluation, LatencySource, Status
 
@@ -138,7 +138,7 @@ def test_the_demos_cached_sweep_is_of_the_current_latency_model():
     from evo.contracts.native_task import NativeTask
     from fitness.latency.model_version import model_version
 
-    task = NativeTask(ROOT / "tasks" / "softmax")
+    task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     entry = load_sweeps().get(sweep_key(task.key, "model", EvaluationConfig().target_gpu))
     again = "sweep again: PYTHONPATH=. python3 bench/space_sweep.py softmax"
     assert entry and entry.get("best_speedup"), f"no cached sweep of {task.key}: {again}"

@@ -24,7 +24,7 @@ def cand(path: str) -> Candidate:
 
 @pytest.fixture(scope="module")
 def softmax() -> Iterator[Evaluator]:
-    task = NativeTask(ROOT / "tasks" / "softmax")
+    task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     task.check_sizes = [{"rows": 1, "cols": 1}, {"rows": 3, "cols": 17}, {"rows": 2, "cols": 2053}]
     task.bench_sizes = [{"rows": 32, "cols": 1024}]
     with Evaluator(task, EvaluationConfig(timeout_s=120.0, memory_mb=1024), device="cpu", secret=7) as ev:
@@ -60,10 +60,10 @@ def test_a_sample_that_compares_too_little_is_profiled_again_in_full_not_replace
     # sampled programs compare nothing: the same profiled run is redone with every program, and every
     # element of its output compared; its counts are the latency's
     settings = EvaluationConfig(timeout_s=60, profile_full_loop=3, profile_full_iterations=1)
-    task = NativeTask(ROOT / "tasks" / "softmax")
+    task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     task.bench_sizes = [{"rows": 16, "cols": 512}]
     with Evaluator(task, settings, device="cpu", secret=3) as ev:
-        r = ev.evaluate(Candidate.from_file(ROOT / "tasks/softmax/seed.py"))
+        r = ev.evaluate(Candidate.from_file(ROOT / "evo/tasks/softmax/seed.py"))
     assert r.ok and r.latency_ms is not None, r.reason
     verification = r.latency_detail["verification"]
     assert verification["full_run"] and verification["elements_compared"] == 16 * 512

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evo.app.campaign_setup import CampaignHooks
+from evo.app.run.setup import CampaignHooks
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.task import Task

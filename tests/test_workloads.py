@@ -13,7 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from evo.app.cli import main
-from evo.app.sweep_ref import reference_of, sweep_key
+from evo.app.run.sweep_ref import reference_of, sweep_key
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode, SizesConfig, TaskConfig
 from evo.contracts.config_file import ConfigError
@@ -61,9 +61,9 @@ def test_every_library_workload_parses_names_its_source_and_weighs_every_shape()
 ])
 def test_a_bad_workload_is_refused_naming_the_workload_and_the_problem(change, message):
     with pytest.raises(TaskError, match=f"workload 'serving'.*{message}"):
-        parse_workloads({"serving": {**GOOD, **change}}, {"n"}, "tasks/x/workloads.yaml")
+        parse_workloads({"serving": {**GOOD, **change}}, {"n"}, "evo/tasks/x/workloads.yaml")
     with pytest.raises(TaskError, match="must map workload names"):
-        parse_workloads([GOOD], {"n"}, "tasks/x/workloads.yaml")
+        parse_workloads([GOOD], {"n"}, "evo/tasks/x/workloads.yaml")
     assert parse_workloads({"serving": {k: v for k, v in GOOD.items() if k != "weights"}}, {"n"},
                            "x")["serving"].weights == [1.0, 1.0]  # equal weights by default
 
@@ -184,9 +184,9 @@ def test_the_workload_table_gives_each_shape_then_the_fitness_and_leaves_unknown
 def test_a_campaign_at_a_workload_says_so_and_records_it_in_its_summary(tmp_path):
     import io
 
-    from evo.app.campaign import Campaign
-    from evo.app.campaign_setup import prepare
-    from evo.app.progress import PlainLog
+    from evo.app.run.campaign import Campaign
+    from evo.app.run.progress import PlainLog
+    from evo.app.run.setup import prepare
 
     from .campaign_job import FAKE_HOOKS
     from .test_campaign_ray import write_config
@@ -211,7 +211,7 @@ def test_a_campaign_at_a_workload_says_so_and_records_it_in_its_summary(tmp_path
 
 
 def test_the_prompt_names_the_shapes_the_fitness_times_with_their_weights(tmp_path):
-    from mutators.llm_prompt import task_lines
+    from mutators.llm.prompt import task_lines
 
     decode = build_task(TaskConfig(name="matmul", workload="llama3-8b-decode"), tmp_path)
     line = task_lines(decode)[0]

@@ -161,10 +161,10 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from evo.app.campaign import Campaign
-    from evo.app.campaign_setup import CampaignHooks, prepare
-    from evo.app.executor import choose
-    from evo.app.progress import make_display
+    from evo.app.run.campaign import Campaign
+    from evo.app.run.executor import choose
+    from evo.app.run.progress import make_display
+    from evo.app.run.setup import CampaignHooks, prepare
 
     if not args.config and not args.resume:
         raise UsageError("give a config file, or --resume RUN_DIR")
@@ -182,7 +182,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from evo.app.report import write_run_report
+    from evo.app.report.page import write_run_report
 
     html, md = write_run_report(args.run_dir)
     say(f"report written: {html} (self-contained) and {md}")
@@ -191,10 +191,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_ablate(args: argparse.Namespace) -> int:
-    from evo.app.ablation import AblationRunner, AblationState, RunStatus, preflight
-    from evo.app.ablation_config import load_ablation
-    from evo.app.ablation_report import write_ablation_report
-    from evo.app.campaign_setup import CampaignHooks
+    from evo.app.ablation.config import load_ablation
+    from evo.app.ablation.report import write_ablation_report
+    from evo.app.ablation.runner import AblationRunner, AblationState, RunStatus, preflight
+    from evo.app.run.setup import CampaignHooks
 
     hooks = getattr(args, "hooks", None) or CampaignHooks()
     ablation = load_ablation(args.ablation)
@@ -219,9 +219,9 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from evo.app.export import export
-    from evo.app.export_shapes import ShapeRuleError
-    from evo.app.export_torch_op import ExportError
+    from evo.app.export.command import export
+    from evo.app.export.shapes import ShapeRuleError
+    from evo.app.export.torch_op import ExportError
 
     try:
         done = export(args.run_dir, args.kind, name=args.name, output=args.output)
@@ -303,9 +303,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
 def main(argv: list[str] | None = None, *, hooks: Any = None) -> int:
     """The command line; `hooks` (a `CampaignHooks`) swaps what `run` builds mutators and evaluators with."""
-    from evo.app.campaign_setup import CampaignError
-    from evo.app.run_store import RunStoreError
-    from evo.app.signals import is_termination
+    from evo.app.run.setup import CampaignError
+    from evo.app.run.signals import is_termination
+    from evo.app.run.store import RunStoreError
 
     args = build_parser().parse_args(argv)
     args.hooks = hooks

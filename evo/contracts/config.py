@@ -255,7 +255,7 @@ class EvaluatorsConfig(Strict):
     count: int | None = Field(default=None, ge=1)
     cpus_per_evaluator: float = Field(default=1.0, gt=0)
     compile_ahead: int | None = Field(default=None, ge=0, le=64)
-    # default: from evaluation.timeout_s, the case count and the device (evo.app.campaign_setup.actor_timeout_s)
+    # default: from evaluation.timeout_s, the case count and the device (evo.app.run.setup.actor_timeout_s)
     actor_timeout_s: float | None = Field(default=None, gt=0)
 
 

@@ -22,11 +22,11 @@ class Strict(BaseModel):
 
 
 class StokeConfig(Strict):
-    """Random local AST moves walked as a Metropolis-Hastings chain (see `mutators.stoke`).
+    """Random local AST moves walked as a Metropolis-Hastings chain (see `mutators.stoke.mutator`).
 
     `chain_length` counts evaluated steps (invalid moves are skipped and retried, at most
     `attempts_per_step` times per step); `move_weights` replaces the default move probabilities
-    (names as in `mutators.moves.MOVE_NAMES`, checked when the mutator is built; a move left out
+    (names as in `mutators.stoke.moves.catalog.MOVE_NAMES`, checked when the mutator is built; a move left out
     is never drawn).
     """
 
@@ -57,7 +57,7 @@ class Sampler(str, Enum):
 
 class OptunaConfig(Strict):
     """Optuna tuning of the candidate's SPACE, one study per kernel structure (see
-    `mutators.optuna_tuner`). `storage`: an RDB URL (sqlite:///..., postgresql://...) for a
+    `mutators.optuna.tuner`). `storage`: an RDB URL (sqlite:///..., postgresql://...) for a
     multi-node cluster; default a journal file ``optuna.journal`` in the run directory, shared by
     all islands on the host. `nsga2` optimizes latency and worst error/tolerance together.
     `polish`: when the sampler asks for a config the study has already measured (it has settled),
@@ -82,7 +82,7 @@ ReplayMatch = Literal["exact", "kernel"]
 
 
 class LLMConfig(Strict):
-    """Rewrites by any OpenAI-compatible model (see `mutators.llm`). The key is read from the
+    """Rewrites by any OpenAI-compatible model (see `mutators.llm.mutator`). The key is read from the
     environment variable `api_key_env`, never stored. `mode`: live, record (live, and every exchange
     appended to `record_path`, default ``llm_record.jsonl`` in the run directory) or replay (answers
     from that file only, no network). `replay_match`: exact (the same prompt, to re-run a campaign
@@ -96,7 +96,7 @@ class LLMConfig(Strict):
     at most `max_failures_in_prompt` recent failures of the island's other mutators and
     `max_inspirations` kernels of other structures, each reason cut at `reason_chars` and each source
     at `source_chars`. A task without a seed kernel gets its first
-    kernel from the first `llm` mutator's model (`evo.app.lowering`), which has `lowering_attempts`
+    kernel from the first `llm` mutator's model (`evo.app.run.lowering`), which has `lowering_attempts`
     tries, each rejected one returned with the checker's verdict."""
 
     kind: Literal["llm"] = "llm"

@@ -1,6 +1,6 @@
 """The native task format: one Python module (trusted, written by the user) per task.
 
-Module-level names (see ``tasks/softmax/task.py`` for a complete example):
+Module-level names (see ``evo/tasks/softmax/task.py`` for a complete example):
 
 ``DTYPES``/``DTYPE``
     dtypes the task supports and the default one.
@@ -49,11 +49,11 @@ from evo.contracts.special_values import opt_outs
 from evo.contracts.task import BenchCase, Case, Size, Task, TaskError, Tensor, Tolerance, bench_case_from, one_line
 from evo.contracts.workload import Workload, read_workloads
 
-TASK_LIBRARY = Path(__file__).resolve().parents[2] / "tasks"
+TASK_LIBRARY = Path(__file__).resolve().parents[1] / "tasks"
 
 
 def library_tasks() -> list[str]:
-    """Names of the tasks shipped in ``tasks/``."""
+    """Names of the tasks shipped in ``evo/tasks/``."""
     return sorted(p.parent.name for p in TASK_LIBRARY.glob("*/task.py"))
 
 

@@ -4,7 +4,7 @@ A task gives a reference (numpy or torch on CPU, evaluated in float64), an input
 sizes (including awkward ones: 1, primes, non-multiples of any block size), bench sizes, the dtype
 and a tolerance per dtype, a seed candidate, and optionally FLOP and byte counts.
 
-Two formats are accepted: the native one (`evo.contracts.native_task`, the task library in ``tasks/``) and
+Two formats are accepted: the native one (`evo.contracts.native_task`, the task library in ``evo/tasks/``) and
 KernelBench problem files (`evo.contracts.kernelbench`). Both produce :class:`CaseData`: inputs already
 rounded to the dtypes the candidate receives, and the expected outputs computed in float64 from
 exactly those rounded values.

@@ -7,7 +7,7 @@ weighted geometric mean of the latencies at its shapes, each verified like any b
 (`Task.fitness_sizes`). The task's check sizes, tolerances and key do not change: what a correct
 kernel computes is the same, only where its speed is measured. The lists live in a data file beside
 the task module (not in it: the module's text is the task's definition, and its key), e.g.
-``tasks/matmul/workloads.yaml``::
+``evo/tasks/matmul/workloads.yaml``::
 
     llama3-8b-prefill:
       source: Llama-3-8B linear layers ... for a batch of 2048 prompt tokens

@@ -45,7 +45,7 @@ def server() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture(scope="module")
 def task() -> NativeTask:
-    return NativeTask(ROOT / "tasks" / "softmax")
+    return NativeTask(ROOT / "evo" / "tasks" / "softmax")
 
 
 @pytest.fixture

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 import yaml
 
-from evo.app.ablation import AblationRunner
-from evo.app.ablation_config import load_ablation
-from evo.app.campaign_setup import CampaignHooks
+from evo.app.ablation.config import load_ablation
+from evo.app.ablation.runner import AblationRunner
 from evo.app.cli import main
-from evo.app.run_data import load_run
-from evo.app.trace import trace_of
+from evo.app.report.data import load_run
+from evo.app.report.trace import trace_of
+from evo.app.run.setup import CampaignHooks
 from evo.contracts.history import MsgpackLog
 
 from ..conftest import ROOT, SMALL_SOFTMAX

@@ -1,4 +1,4 @@
-"""Run directories written by hand, record by record, in the format of `evo.app.run_store`: for report and
+"""Run directories written by hand, record by record, in the format of `evo.app.run.store`: for report and
 statistics tests that need exact histories (a pause between sessions, no improvement, a rejected
 seed, a run in progress) without running a campaign."""
 
@@ -18,7 +18,7 @@ from evo.contracts.records import Individual, Proposal
 from evo.contracts.verdict import Evaluation, LatencySource, Status
 
 ROOT = Path(__file__).resolve().parents[2]
-SEED = Candidate.from_source((ROOT / "tasks" / "softmax" / "seed.py").read_text())
+SEED = Candidate.from_source((ROOT / "evo" / "tasks" / "softmax" / "seed.py").read_text())
 T0 = 1_000_000.0
 
 

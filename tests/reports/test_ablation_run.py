@@ -11,8 +11,8 @@ from collections import Counter
 
 import pytest
 
-from evo.app.run_data import load_run
-from evo.app.trace import trace_of
+from evo.app.report.data import load_run
+from evo.app.report.trace import trace_of
 from evo.contracts.history import MsgpackLog
 
 pytestmark = pytest.mark.slow

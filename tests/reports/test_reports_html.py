@@ -7,9 +7,9 @@ import re
 import pytest
 from PIL import Image
 
-from evo.app.report import write_run_report
-from evo.app.run_data import load_run
-from evo.app.trace import trace_of
+from evo.app.report.data import load_run
+from evo.app.report.page import write_run_report
+from evo.app.report.trace import trace_of
 from evo.contracts.verdict import Status
 
 from .browser import dom, screenshot

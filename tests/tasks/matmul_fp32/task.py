@@ -1,7 +1,7 @@
 """C = A @ B in float32 (a test task): the library's matmul (its inputs, reference and counts) in the
 dtype where a GPU's tl.dot defaults to TF32, at sizes the interpreter checks in seconds."""
 
-from tasks.matmul.task import bytes_moved, flops, inputs, reference  # noqa: F401  (the task's functions)
+from evo.tasks.matmul.task import bytes_moved, flops, inputs, reference  # noqa: F401  (the task's functions)
 
 DTYPES = ("float32",)
 CHECK_SIZES = [

@@ -1,0 +1,1 @@
+"""`evo ablate`: ablation studies (variants x seeds as campaigns), their statistics and report."""

@@ -1,0 +1,1 @@
+"""`evo report`: a run read back, its figures and plots, rendered as HTML and Markdown."""

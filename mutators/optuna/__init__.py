@@ -1,0 +1,1 @@
+"""Optuna tuning of a kernel's tile meta-parameters (its SPACE)."""

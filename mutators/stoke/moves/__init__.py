@@ -1,0 +1,1 @@
+"""The local moves a STOKE chain draws from, and the AST tools they share."""
