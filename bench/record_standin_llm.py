@@ -16,7 +16,7 @@ prompt shows: whole modules and SEARCH/REPLACE edits, good and bad, the mix of o
 faster kernel, a subtle numerical bug, an unmasked store, an edit that does not apply, a reply with no
 code). Token counts are estimated as characters / 4 and priced like gpt-4o-mini ($0.15 / $0.60 per
 million tokens); answers arrive at once, so replays cost no LLM wall time. To compare mutators with a
-real model, record with `mode: record` against its endpoint instead (see the README).
+real model, record with `mode: record` against its endpoint instead (see docs/how-to/llm.md).
 """
 
 from __future__ import annotations

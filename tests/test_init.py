@@ -1,10 +1,11 @@
 """`evo init`: a newcomer's folder for a numpy computation or a KernelBench problem, checked, and the
-command it prints runs the campaign to its end."""
+command it prints runs the campaign to its end; the README's tour, run as written."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -40,8 +41,26 @@ def run_printed(command: str, cwd: Path) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def test_init_numpy_writes_a_task_that_passes_its_check_and_a_campaign_that_runs(tmp_path):
-    p = evo("init", "my_norm", "--numpy", cwd=tmp_path)
+def readme_tour() -> list[str]:
+    """The README's five-minute tour, one command per line, comments dropped."""
+    section = (ROOT / "README.md").read_text().split("## A five-minute tour", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [c for c in (line.split("  #", 1)[0].strip() for line in block.splitlines()) if c]
+
+
+def as_here(command: str, run_dir: str = "") -> str:
+    """A README command with this interpreter for the checkout's venv and `run_dir` for RUN_DIR."""
+    assert command.startswith(".venv/bin/python -m evo "), command
+    return command.replace(".venv/bin/python", shlex.quote(sys.executable), 1).replace("RUN_DIR", run_dir)
+
+
+def test_the_readme_tour_runs_as_written_from_init_to_export(tmp_path):
+    """`evo init --numpy` writes a task that passes its check and prints the command that runs the campaign,
+    which is the tour's next line; the campaign finishes, and its report and export run as the tour shows."""
+    tour = readme_tour()
+    assert [c.split()[3] for c in tour] == ["init", "run", "report", "export"], tour
+    p = subprocess.run(as_here(tour[0]), shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                       env=clean_env())
     assert p.returncode == 0, p.stderr[-3000:]
     folder = tmp_path / "my_norm"
     assert sorted(f.name for f in folder.iterdir()) == ["campaign.yaml", "seed.py", "task.py"]
@@ -51,10 +70,19 @@ def test_init_numpy_writes_a_task_that_passes_its_check_and_a_campaign_that_runs
     assert cfg["name"] == "my_norm" and cfg["task"] == {"path": "task.py"}
     command = started_by(p)
     assert command.endswith("-m evo run my_norm/campaign.yaml")
+    assert tour[1].endswith(command.split(" -m ", 1)[1])  # the tour's next line is what init printed
     assert command in (folder / "campaign.yaml").read_text()  # the config says how it is started, too
     summary = run_printed(command, tmp_path)
     assert summary["status"] == "finished" and summary["evaluations"] > 0
     assert summary["best_speedup"] > 1.0  # the naive seed's tiles leave room the first generations find
+    run_dir = summary["run_dir"]
+    report = run_printed(as_here(tour[2], run_dir), tmp_path)
+    assert Path(report["html"]).is_file() and Path(report["markdown"]).is_file()
+    assert "my_norm" in Path(report["markdown"]).read_text()
+    export = run_printed(as_here(tour[3], run_dir), tmp_path)
+    files = [Path(f) for f in export["files"]]
+    assert files and all(f.is_file() and f.parent == Path(run_dir) / "export" for f in files)
+    assert "mylib::rms_norm" in files[0].read_text()
     # a second init of the same name writes nothing
     before = {f.name: f.read_bytes() for f in folder.iterdir() if f.is_file()}
     again = evo("init", "my_norm", "--numpy", cwd=tmp_path)

@@ -161,7 +161,7 @@ class EvaluationConfig(Strict):
     model's own when the sample left nothing to compare) may take ``verify_timeout_s``; in the
     interpreter, one the model estimates to take longer is not started (the verdict says so).
     ``profile_memory_mb`` caps the address space the worker may add for bench-size buffers
-    (documented in the README; a candidate that needs more is a ``crash``). ``sanitize`` runs the
+    (documented in docs/concepts/latency.md; a candidate that needs more is a ``crash``). ``sanitize`` runs the
     interpreter's race and bounds sanitizer during the check (`fitness.check.sanitizer`); turning it
     off is for measuring its cost (``bench/verification_cost.py``), not for campaigns.
 

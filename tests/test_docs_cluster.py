@@ -1,11 +1,13 @@
-"""The README's cluster commands, run as written, against a local head with token authentication on.
+"""The cluster commands of the documentation (docs/how-to/cluster.md) and the README, run as written,
+against a local head with token authentication on.
 
-The commands are read from the README's "On a Ray cluster" block, so the block and the tool cannot
-drift apart. Only what a test must change is changed: HEAD_NODE is 127.0.0.1, the head gets its own
-ports and temp dir (other Ray heads may run on this machine) and listens on 127.0.0.1, the config and
-the output folder are small and temporary, the home directory (where Ray keeps the token) is
-temporary, and the last command, `ray stop`, which would stop every Ray on the machine, stops only
-this head. Nothing sets RAY_AUTH_MODE=disabled: the client sends the token as a user's would.
+The commands are read from the page's first block, so the block and the tool cannot drift apart; the
+README's short submit is the page's first `ray job submit` with fewer options. Only what a test must
+change is changed: HEAD_NODE is 127.0.0.1, the head gets its own ports and temp dir (other Ray heads
+may run on this machine) and listens on 127.0.0.1, the config and the output folder are small and
+temporary, the home directory (where Ray keeps the token) is temporary, and the last command, `ray
+stop`, which would stop every Ray on the machine, stops only this head. Nothing sets
+RAY_AUTH_MODE=disabled: the client sends the token as a user's would.
 """
 
 from __future__ import annotations
@@ -23,24 +25,35 @@ from .ray_head import RAY, RayHead
 
 pytestmark = pytest.mark.slow
 
-# the README's commands, in order, as (program words) prefixes
+CLUSTER_PAGE = ROOT / "docs" / "how-to" / "cluster.md"
+# the page's commands, in order, as (program words) prefixes
 SHAPE = [("ray", "get-auth-token", "--generate"), ("ray", "start", "--head"), ("export", "RAY_AUTH_MODE=token"),
          ("ray", "job", "submit"), ("ray", "job", "logs"), ("ray", "job", "stop"), ("ray", "job", "submit"),
          ("ray", "stop")]
 
 
-def readme_commands() -> list[list[str]]:
-    section = (ROOT / "README.md").read_text().split("## On a Ray cluster", 1)[1]
-    block = section.split("```bash\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+def block_commands(text: str) -> list[list[str]]:
+    """The commands of the first bash block of `text`, as words, continuation lines joined."""
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
     return [shlex.split(line, comments=True) for line in block.splitlines() if shlex.split(line, comments=True)]
 
 
+def page_commands() -> list[list[str]]:
+    return block_commands(CLUSTER_PAGE.read_text())
+
+
 def test_the_readme_block_is_the_sequence_this_test_runs():
-    commands = readme_commands()
+    commands = page_commands()
     assert [tuple(c[: len(s)]) for c, s in zip(commands, SHAPE)] == SHAPE and len(commands) == len(SHAPE)
     first, resumed = commands[3], commands[6]
     assert first[first.index("--") + 1:][:4] == ["python", "-m", "evo", "run"]
     assert "--resume" in resumed and "--working-dir" in first
+    # the README's short form is this submit with fewer options: the same address, working dir and command
+    short = block_commands((ROOT / "README.md").read_text().split("## On a cluster", 1)[1])
+    assert short[0] == ["export", "RAY_AUTH_MODE=token"] and short[1][:3] == ["ray", "job", "submit"]
+    for option in ("--address", "--working-dir"):
+        assert short[1][short[1].index(option) + 1] == first[first.index(option) + 1]
+    assert short[1][short[1].index("--") + 1:][:5] == first[first.index("--") + 1:][:5]
 
 
 def wait_for(predicate, timeout: float, what: str) -> None:
@@ -56,7 +69,7 @@ def finished(run_dir: Path) -> bool:
 
 
 def test_the_readme_cluster_commands_work_as_written_with_token_authentication(tmp_path):
-    head = RayHead(num_cpus=2, dashboard=True)  # its ports, temp dir and stop(); started below as the README says
+    head = RayHead(num_cpus=2, dashboard=True)  # its ports, temp dir and stop(); started below as the page says
     home = tmp_path / "home"
     home.mkdir()
     env = {k: v for k, v in head.env().items() if not k.startswith("RAY_")}
@@ -83,7 +96,7 @@ def test_the_readme_cluster_commands_work_as_written_with_token_authentication(t
         assert p.returncode == 0, f"{shlex.join(cmd)} failed:\n{(p.stdout + p.stderr)[-4000:]}"
         return p.stdout + p.stderr
 
-    commands = readme_commands()
+    commands = page_commands()
     logs: subprocess.Popen[str] | None = None
     try:
         for i, cmd in enumerate(commands):
@@ -97,11 +110,11 @@ def test_the_readme_cluster_commands_work_as_written_with_token_authentication(t
                 isolation = ["--node-ip-address=127.0.0.1", f"--temp-dir={head.tmp}", "--num-cpus=2",
                              *(f"--{k}={v}" for k, v in head.ports.items())]
                 started = run(cmd + isolation, timeout=180)
-                assert "Token authentication is enabled" in started  # the head found the README's token
+                assert "Token authentication is enabled" in started  # the head found the page's token
             elif cmd[1:3] == ["job", "submit"] and "--resume" not in cmd:
                 unauthenticated = {k: v for k, v in env.items() if k != "RAY_AUTH_MODE"}
                 p = subprocess.run(cmd, cwd=ROOT, env=unauthenticated, capture_output=True, text=True, timeout=120)
-                # without the README's export, Ray's client sends no token: why the README says so
+                # without the page's export, Ray's client sends no token: why the page says so
                 assert p.returncode != 0 and "Missing authentication token" in p.stdout + p.stderr
                 run(cmd)
                 wait_for(lambda: any(out.glob("*/checkpoints/gen-000001/driver.msgpack")), 420, "a first checkpoint")
@@ -120,11 +133,11 @@ def test_the_readme_cluster_commands_work_as_written_with_token_authentication(t
             elif cmd[1:] == ["stop"]:
                 assert i == len(commands) - 1
             else:
-                pytest.fail(f"a README command this test does not know: {shlex.join(cmd)}")
+                pytest.fail(f"a command of the page this test does not know: {shlex.join(cmd)}")
         events = (out / names["run"] / "events.msgpack").read_bytes()
         assert b"resume" in events
     finally:
         if logs is not None and logs.poll() is None:
             logs.kill()
-        head.stop()  # the README's `ray stop`, for this head only
+        head.stop()  # the page's `ray stop`, for this head only
     assert not head._own_pids()
