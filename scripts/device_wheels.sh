@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Wheels for running bench/device_check.py on the lent GPU machine, whose image has torch, triton,
+# Wheels for running bench/device/device_check.py on the lent GPU machine, whose image has torch, triton,
 # numpy, msgpack, pyyaml, rich, httpx and tqdm but not this project's other dependencies (see
 # /work/.library/device/KINDS.md). Downloads them, pinned as constraints.txt pins them, for that
 # image's Python (3.12, manylinux x86_64) into .whl/ (git-ignored; carried with `carry: [".whl"]`).
 # On the device machine, before the script:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
 #       .whl/*.whl && export PYTHONPATH=/tmp/site:.
-#   PYTHONUNBUFFERED=1 python3 bench/device_check.py "$OUT/device" --steps a,b --budget-s 420
+#   PYTHONUNBUFFERED=1 python3 bench/device/device_check.py "$OUT/device" --steps a,b --budget-s 420
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"

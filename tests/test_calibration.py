@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from bench import calibration_kernels
-from bench.calibration_kernels import DEFAULT_LIST, HISTORY, all_kernels, load, rebuild
+from bench.model import calibration_kernels
+from bench.model.calibration_kernels import DEFAULT_LIST, HISTORY, all_kernels, load, rebuild
 from evo.contracts.candidate import Candidate, params_problems
 from evo.contracts.native_task import TASK_LIBRARY, library_tasks
 from fitness.latency.calibration import (
@@ -27,7 +27,7 @@ from fitness.latency.calibration import (
 )
 
 DATA = Path(__file__).resolve().parent.parent / "bench" / "data"
-MEASURED = DATA / "calibration_h200.jsonl"  # bench/device_check.py's calibration.jsonl from an H200 run
+MEASURED = DATA / "calibration_h200.jsonl"  # bench/device/device_check.py's calibration.jsonl from an H200 run
 META = DATA / "calibration_h200.meta.json"  # its meta.json
 SPEARMAN_MIN = 0.8
 REGRET_MAX = 0.15
@@ -98,7 +98,7 @@ def test_rehearsal_rows_are_not_data() -> None:
 def test_the_committed_kernel_list_is_well_formed() -> None:
     kernels = load(DEFAULT_LIST)
     assert [k for k in kernels if k.variant != HISTORY] == all_kernels(), (
-        "the list differs from what bench/calibration_kernels.py writes: regenerate it")
+        "the list differs from what bench/model/calibration_kernels.py writes: regenerate it")
     counts = Counter(k.task for k in kernels)
     assert set(counts) == set(library_tasks())
     assert len({k.id for k in kernels}) == len(kernels)
@@ -156,7 +156,7 @@ def test_campaign_kernels_join_the_list_one_structure_at_a_time_and_stay_when_it
 
 
 @pytest.mark.skipif(not MEASURED.is_file(), reason=f"no measured calibration data: {MEASURED} does not exist yet "
-                    "(copy calibration.jsonl and meta.json from an H200 run of bench/device_check.py)")
+                    "(copy calibration.jsonl and meta.json from an H200 run of bench/device/device_check.py)")
 def test_the_model_ranks_measured_kernels() -> None:
     meta = json.loads(META.read_text())
     assert not meta.get("rehearsal") and meta.get("gpu") and meta.get("driver") and meta.get("torch") \
@@ -181,7 +181,7 @@ def test_the_model_ranks_measured_kernels() -> None:
 def test_the_device_scripts_campaign_config_is_valid(tmp_path: Path) -> None:
     import yaml
 
-    from bench.device_check import CAMPAIGN_TASKS, campaign_config
+    from bench.device.device_check import CAMPAIGN_TASKS, campaign_config
     from evo.contracts.config import Config
 
     for task in CAMPAIGN_TASKS:

@@ -127,7 +127,7 @@ def test_every_latency_module_the_model_reaches_is_part_of_the_version():
 
 
 def test_a_calibration_row_keeps_the_model_version_of_its_modelled_figure():
-    from bench.calibration_sweep import model_summary
+    from bench.model.calibration_sweep import model_summary
     from fitness.latency.result import LatencyResult
 
     row = model_summary(LatencyResult(latency_ms=1.5, detail={mv.KEY: "aaaa", "launches": []}, gpu="h200"))

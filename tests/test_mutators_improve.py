@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.mutators_alone import Solo, run_alone
+from bench.search.mutators_alone import Solo, run_alone
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.mutator_config import LLMConfig, OptunaConfig, StokeConfig
 from evo.contracts.native_task import NativeTask

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.standin_replies import matmul as mm
+from bench.search.standin_replies import matmul as mm
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask

@@ -1,4 +1,4 @@
-"""The per-task search table (bench/search_table.py) and the ablation report's references: finished
+"""The per-task search table (bench/search/search_table.py) and the ablation report's references: finished
 runs of an ablation against the cached sweep of the seed's SPACE and the known-better kernel."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench import run_curves, search_table
+from bench.search import run_curves, search_table
 from evo.app.ablation.config import load_ablation
 from evo.app.ablation.report import ablation_doc
 from evo.app.ablation.runner import STATE_FILE, AblationState, RunStatus

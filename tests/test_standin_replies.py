@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.record_standin_llm import RECORDS, Responder, model_name
-from bench.standin_replies import REPLIES_BY_TASK
-from bench.standin_replies import attention as at
-from bench.standin_replies import attention_causal as atc
-from bench.standin_replies import layernorm as ln
-from bench.standin_replies import matmul as mm
-from bench.standin_replies import mla_decode as mla
-from bench.standin_replies import reduction as red
-from bench.standin_replies import vector_add as va
+from bench.search.record_standin_llm import RECORDS, Responder, model_name
+from bench.search.standin_replies import REPLIES_BY_TASK
+from bench.search.standin_replies import attention as at
+from bench.search.standin_replies import attention_causal as atc
+from bench.search.standin_replies import layernorm as ln
+from bench.search.standin_replies import matmul as mm
+from bench.search.standin_replies import mla_decode as mla
+from bench.search.standin_replies import reduction as red
+from bench.search.standin_replies import vector_add as va
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask

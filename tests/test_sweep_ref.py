@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import ClassVar
 
-from bench import space_sweep
+from bench.search import space_sweep
 from evo.app.run.sweep_ref import SWEEPS, as_of, load_sweeps, sweep_key, sweep_words, version_gap, with_earlier
 from evo.contracts.candidate import Candidate
 from evo.contracts.verdict import Evaluation, LatencySource, Status
@@ -74,7 +74,7 @@ def test_modelled_figures_compare_only_within_one_version_of_the_latency_model(t
     same_sweep = words("aaa")
     assert "sweep 2.000x: 25.0% above the sweep" in same_sweep
     assert "known-better kernel: 3.000x, the campaign not compared: the cached figure was modelled by latency " \
-           "model bbb, the run(s) by aaa (sweep again: python bench/space_sweep.py softmax)" in same_sweep
+           "model bbb, the run(s) by aaa (sweep again: python bench/search/space_sweep.py softmax)" in same_sweep
     same_known = words("bbb")
     assert "above the sweep" not in same_known and "sweep 2.000x: not compared" in same_known
     assert same_known.endswith("the campaign 16.7% below it")
@@ -84,7 +84,7 @@ def test_modelled_figures_compare_only_within_one_version_of_the_latency_model(t
     del entry["model_version"]  # a sweep from before versions were kept compares with nothing modelled
     path.write_text(json.dumps({sweep_key("softmax-abc", "model", "h100"): entry}))
     assert "sweep 2.000x: not compared: the cached figure was modelled by latency model unrecorded" in words("aaa")
-    assert "(sweep again: python bench/space_sweep.py softmax --workload serving)" in version_gap(
+    assert "(sweep again: python bench/search/space_sweep.py softmax --workload serving)" in version_gap(
         {**entry, "workload": "serving"}, "model_version", {"aaa"})
 
 
@@ -119,7 +119,7 @@ def test_a_sweep_by_a_new_model_version_keeps_the_earlier_figures_for_the_runs_t
 def test_the_committed_sweeps_name_their_task_keys_and_are_well_formed():
     assert SWEEPS == ROOT / "bench" / "data" / "space_sweeps.json"
     sweeps = load_sweeps()
-    assert sweeps, "bench/space_sweep.py has not been run for any task"
+    assert sweeps, "bench/search/space_sweep.py has not been run for any task"
     for key, ref in sweeps.items():
         assert key == sweep_key(ref["task_key"], ref["latency_source"], ref["gpu"], ref.get("bench_tag", ""))
         if ref.get("workload"):  # an entry at a workload is kept apart from the default bench's
@@ -140,7 +140,7 @@ def test_the_demos_cached_sweep_is_of_the_current_latency_model():
 
     task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     entry = load_sweeps().get(sweep_key(task.key, "model", EvaluationConfig().target_gpu))
-    again = "sweep again: PYTHONPATH=. python3 bench/space_sweep.py softmax"
+    again = "sweep again: PYTHONPATH=. python3 bench/search/space_sweep.py softmax"
     assert entry and entry.get("best_speedup"), f"no cached sweep of {task.key}: {again}"
     assert entry.get("model_version") == model_version(), (
         f"the cached sweep of softmax was modelled by {entry.get('model_version') or 'an unrecorded version'}, the "
@@ -205,4 +205,4 @@ def test_a_task_folder_outside_the_library_is_swept_by_its_path(tmp_path, monkey
     assert len(FakeEvaluator.evaluated) == 35  # no known-better kernel there
     folder = str(ROOT / "examples" / "row_moments")  # and a sweep by another model version is redone by its path
     assert ref["source"] == folder and version_gap(ref, "model_version", {"other"}).endswith(
-        f"(sweep again: python bench/space_sweep.py {folder})")
+        f"(sweep again: python bench/search/space_sweep.py {folder})")

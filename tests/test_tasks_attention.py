@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from bench.attention_precision import MUST_FAIL, kernel_source
+from bench.model.attention_precision import MUST_FAIL, kernel_source
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
@@ -87,7 +87,7 @@ def test_causal_attention_mistakes_are_rejected_despite_the_wider_tolerance(eval
 
 def test_causal_kernels_are_within_tolerance_at_the_bench_sizes():
     """The rows a correct kernel is worst on (the first), at every (batch, head) of each bench size."""
-    command = [sys.executable, "bench/attention_precision.py", "--kernels", "", "--bench-kernels",
+    command = [sys.executable, "bench/model/attention_precision.py", "--kernels", "", "--bench-kernels",
                "seed,known_better", "--rows", "24", "--rms-heads", "1", "--json"]
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

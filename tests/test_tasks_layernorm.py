@@ -3,7 +3,7 @@
 On a GPU the seed and known-better kernels once failed the default float32 tolerance on the
 ``offset`` rows (the mean's float32 rounding error shifts whole rows); the task now carries its own
 tolerance. The interpreter cannot reproduce a GPU's reduction order, so the margins under GPU
-orders are checked with the numpy simulation of `bench/layernorm_precision.py`.
+orders are checked with the numpy simulation of `bench/model/layernorm_precision.py`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.layernorm_precision import KERNELS, run
+from bench.model.layernorm_precision import KERNELS, run
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask

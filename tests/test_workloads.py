@@ -163,7 +163,7 @@ def test_evo_tasks_lists_bench_sizes_workloads_and_their_sources(capsys):
 
 
 def test_the_workload_table_gives_each_shape_then_the_fitness_and_leaves_unknown_speedups_blank():
-    from bench.workload_table import rows_of
+    from bench.model.workload_table import rows_of
     from evo.contracts.verdict import Evaluation, Status
 
     shapes = [{"size": {"n": 8}, "weight": 1.0, "latency_ms": 0.5, "speedups": {"seed": 2.0}, "bound": "dram"},

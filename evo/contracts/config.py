@@ -163,7 +163,7 @@ class EvaluationConfig(Strict):
     ``profile_memory_mb`` caps the address space the worker may add for bench-size buffers
     (documented in docs/concepts/latency.md; a candidate that needs more is a ``crash``). ``sanitize`` runs the
     interpreter's race and bounds sanitizer during the check (`fitness.check.sanitizer`); turning it
-    off is for measuring its cost (``bench/verification_cost.py``), not for campaigns.
+    off is for measuring its cost (``bench/infra/verification_cost.py``), not for campaigns.
 
     ``isolation`` confines every evaluation worker by the operating system (Landlock and seccomp, see
     `fitness.sandbox.isolation`); turn it off only to diagnose a worker that cannot start. Where the

@@ -1,7 +1,7 @@
 """How well the latency model ranks kernels, judged against measured latency (pure functions).
 
 A search only needs the model to order the kernels of one task as the GPU does, so it is scored per
-task on (measured, modelled) pairs of the calibration sweep (`bench/device_check.py`):
+task on (measured, modelled) pairs of the calibration sweep (`bench/device/device_check.py`):
 
 - **Spearman** rank correlation of modelled and measured latency (tied values share their mean rank);
 - **top-1 regret**: the measured latency of the model's favourite (the kernel it models fastest) over
@@ -135,7 +135,7 @@ def split(pairs: Iterable[Pair], fraction: float = HELD_OUT_FRACTION) -> tuple[l
 
 
 def pairs_from_rows(rows: Iterable[dict[str, Any]], *, measured_by: str | None = MEASURED_BY_CUDA) -> list[Pair]:
-    """The pairs of sweep rows (JSON lines of `bench/device_check.py`) with both figures; only rows
+    """The pairs of sweep rows (JSON lines of `bench/device/device_check.py`) with both figures; only rows
     whose `measured_by` is `measured_by` (the GPU by default: a rehearsal's stand-in is not data)."""
     out = []
     for r in rows:

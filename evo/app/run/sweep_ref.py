@@ -1,5 +1,5 @@
 """How a campaign's result compares with a sweep of the seed's SPACE (the baseline any search must
-beat): the reference is measured once per task, target and latency source by `bench/space_sweep.py`
+beat): the reference is measured once per task, target and latency source by `bench/search/space_sweep.py`
 and kept in `bench/data/space_sweeps.json`; a campaign on the same task (same task key), benched at
 the same sizes (`Task.bench_tag`: a workload has its own entries) and with the same source of
 latency says, in its last lines, how far above or below it ended.
@@ -88,7 +88,7 @@ def version_gap(ref: dict[str, Any], field: str, versions: set[str]) -> str:
     mine = ", ".join(sorted(v or "unrecorded" for v in versions)) or "unrecorded"
     workload = f" --workload {ref['workload']}" if ref.get("workload") else ""
     return (f"not compared: the cached figure was modelled by latency model {theirs or 'unrecorded'}, the run(s) "
-            f"by {mine} (sweep again: python bench/space_sweep.py {ref.get('source') or ref.get('task', 'TASK')}"
+            f"by {mine} (sweep again: python bench/search/space_sweep.py {ref.get('source') or ref.get('task', 'TASK')}"
             f"{workload})")
 
 

@@ -29,7 +29,7 @@ check sizes with normal inputs). Measured in that unit, the first rows' errors a
 than in their own rows' units; that is where a correct kernel's worst element is, and why the
 non-causal task's 2e-3 (its rows are all alike) was not enough: on an H200 the seed and
 known-better kernels were 3.3x and 2.0x that tolerance at the first bench size.
-``bench/attention_precision.py`` reproduces this in the interpreter (the first 128 rows of every
+``bench/model/attention_precision.py`` reproduces this in the interpreter (the first 128 rows of every
 (batch, head) of each bench size against the whole output's RMS); the smallest atol each kernel
 needs:
 

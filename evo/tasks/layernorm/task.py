@@ -9,7 +9,7 @@ is exact, so this error is the kernel's, but a legitimate one that depends on th
 reduction (the interpreter's numpy sums, a GPU's per-thread sums and butterflies, FMAs).
 
 Hence the float32 tolerance ``atol`` of 1.5e-4 x rms (not the default 1e-5), with the default
-``rtol`` of 1e-4. ``bench/layernorm_precision.py`` simulates float32 kernels with GPU reduction
+``rtol`` of 1e-4. ``bench/model/layernorm_precision.py`` simulates float32 kernels with GPU reduction
 orders on these check sizes (200 check runs each, worst output element over the tolerance):
 
 - correct two-pass kernels (chunks of 128 as the seed, one block per row as the known-better

@@ -1,7 +1,7 @@
 """The calibration kernel list: for every library task, kernels the device script measures and the
 latency model is held to (`fitness.latency.calibration`).
 
-    PYTHONPATH=. python bench/calibration_kernels.py [--per-task 32] [--out bench/data/calibration_kernels.jsonl]
+    PYTHONPATH=. python bench/model/calibration_kernels.py [--per-task 32] [--out bench/data/calibration_kernels.jsonl]
         [--history RUN_OR_ABLATION_DIR ... [--history-per-task 8]]
 
 Each task contributes its seed's PARAMS, its known-better kernel's PARAMS and points of both SPACEs
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -180,7 +180,7 @@ def rebuild(kernel: CalibrationKernel, root: Path = ROOT) -> Candidate:
     if cand.structure != kernel.structure or cand.id != kernel.id:
         raise StaleKernel(f"{kernel.task}/{kernel.id}: {kernel.source_path} changed since the list was written "
                           f"(structure {cand.structure}, listed {kernel.structure}); regenerate it with "
-                          "bench/calibration_kernels.py")
+                          "bench/model/calibration_kernels.py")
     return cand
 
 

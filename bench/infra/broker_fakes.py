@@ -1,4 +1,4 @@
-"""Stand-ins for `bench/broker_throughput.py`, importable by Ray workers (as `bench.broker_fakes`): an
+"""Stand-ins for `bench/infra/broker_throughput.py`, importable by Ray workers (as `bench.infra.broker_fakes`): an
 evaluator that answers at once, and two small actors that time a bare Ray actor call.
 
 The instant evaluator's verdict is shaped like a real one (an `ok` verdict of the latency model with

@@ -1,6 +1,6 @@
 """Drive the STOKE and Optuna mutators alone, each on a single island, on one library task.
 
-    .venv/bin/python -m bench.mutators_alone --task softmax --generations 6
+    .venv/bin/python -m bench.search.mutators_alone --task softmax --generations 6
 
 Everything is the product's own: the island (`islands.island.Island`, without Ray) with one
 mutator, lint and equivalence in a worker, and the evaluator's latency source: measured on a CUDA

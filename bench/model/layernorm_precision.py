@@ -1,7 +1,7 @@
 """How far a correct float32 layer norm can be from the float64 reference, in units of the task's
 tolerance, under the reduction orders a GPU uses; and how far the kernels the task must reject are.
 
-    PYTHONPATH=. python bench/layernorm_precision.py [--draws 200] [--offset 200]
+    PYTHONPATH=. python bench/model/layernorm_precision.py [--draws 200] [--offset 200]
 
 The Triton interpreter reduces with numpy (pairwise sums in a fixed order), a GPU with per-thread
 sequential sums, a butterfly across lanes and warps, fused multiply-adds and approximate
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -2,11 +2,11 @@
 
 An ablation's run directories are not part of the repository (megabytes each), and a fresh checkout
 has none: without this file every session would have to run an ablation's every variant and seed
-again for its row of `bench/search_table.py`. A curve is what the table needs of one finished run,
+again for its row of `bench/search/search_table.py`. A curve is what the table needs of one finished run,
 a few hundred bytes: the seed's evaluation and every later gain (evaluation index, campaign seconds,
 best speedup so far), the run's totals, the latency source and model version, and the fields of its
 summary that name the cached sweep. One JSON object per line in `bench/data/ablation_runs.jsonl`,
-keyed by ablation, variant and seed; `python -m bench.search_table --save` adds the finished runs
+keyed by ablation, variant and seed; `python -m bench.search.search_table --save` adds the finished runs
 found here, so seeds run in different sessions add up. A curve counts for the ablation file only
 while its variant's config hashes the same (`evo.app.ablation.config.config_hash`, independent of the
 checkout's folder, or its kept config read by today's schema): a changed variant's old curves are set
@@ -22,7 +22,7 @@ from typing import Any
 
 from evo.app.report.trace import Trace
 
-RUNS = Path(__file__).resolve().parent / "data" / "ablation_runs.jsonl"
+RUNS = Path(__file__).resolve().parents[1] / "data" / "ablation_runs.jsonl"
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,12 @@
 """What the search earns, per library task: the ablations' strategies side by side with the sweep of
 the seed's SPACE and the task's known-better kernel.
 
-    python -m bench.search_table [ABLATION.yaml ...] [--output DIR] [--markdown PATH]
+    python -m bench.search.search_table [ABLATION.yaml ...] [--output DIR] [--markdown PATH]
 
 Reads finished runs of the given ablation files (default: every file in configs/ablation_search/ and
 configs/ablation_mutators.yaml, whose `all-fixed` variant has the LLM stand-in) from their ablation
 directories (`evo ablate` writes them; nothing is run here) and the cached references in
-bench/data/space_sweeps.json (bench/space_sweep.py). One row per task and strategy:
+bench/data/space_sweeps.json (bench/search/space_sweep.py). One row per task and strategy:
 
 - best: the runs' best speedup over the seed, median [first quartile - third quartile] over seeds;
 - vs sweep / vs known-better: the median best against the sweep's best and the known-better kernel's;
@@ -23,7 +23,7 @@ Speedups are whatever the runs measured: MODELLED (roofline model) on a machine 
 
 Ablation directories are not part of the repository, so a fresh checkout has none of the runs behind
 the shipped table. Two things carry them over: `--save` adds the best-so-far curves of the finished runs
-found here to bench/data/ablation_runs.jsonl (`bench.run_curves`), which is read for every seed not run
+found here to bench/data/ablation_runs.jsonl (`bench.search.run_curves`), which is read for every seed not run
 here, so seeds run in different sessions add up (`evo ablate FILE --variant V --seed N` runs just those);
 and `--keep TABLE` keeps the rows of a table written before (the shipped one: bench/data/search_table.md)
 whose strategy has neither a finished run here nor a saved curve, and says which were kept.
@@ -39,12 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import run_curves
-from bench.run_curves import Curve, CurvesError
+from bench.search import run_curves
+from bench.search.run_curves import Curve, CurvesError
 from evo.app.ablation.config import hash_of_kept, load_ablation
 from evo.app.ablation.report import run_traces
 from evo.app.ablation.runner import AblationState

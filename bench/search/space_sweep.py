@@ -1,7 +1,7 @@
 """The sweep any search must beat: every point of a task's seed SPACE evaluated once, the best kept.
 
-    PYTHONPATH=. python3 bench/space_sweep.py softmax [layernorm ...] [--target-gpu h100] [--device cpu]
-    PYTHONPATH=. python3 bench/space_sweep.py examples/row_moments     # a task folder outside the library
+    PYTHONPATH=. python3 bench/search/space_sweep.py softmax [layernorm ...] [--target-gpu h100] [--device cpu]
+    PYTHONPATH=. python3 bench/search/space_sweep.py examples/row_moments     # a task folder outside the library
 
 Each point runs the full evaluation (`fitness.evaluate.Evaluator`, level ``full``: the check, then the
 latency, modelled without a GPU) in SPACE order. Prints the table and records, per task key, latency
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -1,6 +1,6 @@
 """A short search on one device: one island, Optuna and STOKE, fitness measured where it runs.
 
-    PYTHONPATH=. python3 bench/gpu_search.py OUT_DIR [--tasks softmax,matmul] [--seconds 60] [--device cuda]
+    PYTHONPATH=. python3 bench/device/gpu_search.py OUT_DIR [--tasks softmax,matmul] [--seconds 60] [--device cuda]
 
 The island runs in this process (no Ray: `islands.island.Island` with a local evaluation service),
 so the search can be tried on a lone GPU machine with only torch, triton, numpy, deap, optuna,
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

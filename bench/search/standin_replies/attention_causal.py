@@ -7,7 +7,7 @@ above the diagonal skipped but the diagonal block left unmasked (queries see lat
 accumulator never rescaled when the row maximum grows, an edit that does not apply, a reply with
 no code."""
 
-from bench.standin_replies.attention import HEADER, LAUNCH  # the same module header, PARAMS, SPACE and launch
+from bench.search.standin_replies.attention import HEADER, LAUNCH  # the same module header, PARAMS, SPACE and launch
 
 _CAUSAL = '''
 @triton.jit

@@ -4,7 +4,7 @@ in registers, the statistics fused into one pass over memory, the one-pass varia
 that the task's offset rows exist to reject, a division by the block instead of the row length, an
 unmasked store, an edit that does not apply, a reply with no code)."""
 
-from bench.standin_replies.softmax import BIGGER_BLOCKS  # the two seeds' PARAMS lines are the same
+from bench.search.standin_replies.softmax import BIGGER_BLOCKS  # the two seeds' PARAMS lines are the same
 
 _ROW = '''import triton
 import triton.language as tl

@@ -1,7 +1,7 @@
 """Latency model benchmark: modelled latency of each library task's seed and known-better kernel,
 and what the model costs per candidate next to the equivalence check.
 
-    PYTHONPATH=. python bench/model_bench.py [--target h100] [--tasks softmax,matmul]
+    PYTHONPATH=. python bench/model/model_bench.py [--target h100] [--tasks softmax,matmul]
 
 Runs on the CPU (no GPU needed). Model times are wall time per candidate with warm workers
 (interpreter profile and cross-compile run in parallel; a kernel Triton has compiled before comes
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

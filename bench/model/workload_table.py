@@ -3,7 +3,7 @@
 ``--kernel``, evaluated in full (the check, then the latency at every shape of the workload) at the
 workload and at the task's own bench size.
 
-    python -m bench.workload_table [TASK ...] [--kernel TASK:LABEL=FILE ...] [--markdown PATH]
+    python -m bench.model.workload_table [TASK ...] [--kernel TASK:LABEL=FILE ...] [--markdown PATH]
 
 One row per kernel and shape: its latency, its speedup over the seed at that shape, and what bounds
 it (the model's or the timer's word); then the fitness (weighted geometric mean) over the workload.
@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -112,7 +112,7 @@ def main() -> int:
     if args.markdown:
         source = "measured" if args.device == "cuda" else f"MODELLED (roofline model of an {args.target_gpu})"
         text = d.to_markdown(d.Doc("", [d.table(COLUMNS, rows)]), Path("."), "").removeprefix("# \n\n")
-        args.markdown.write_text(f"Latency {source}; `python -m bench.workload_table`.\n\n{text}")
+        args.markdown.write_text(f"Latency {source}; `python -m bench.model.workload_table`.\n\n{text}")
     return 0
 
 

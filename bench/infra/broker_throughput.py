@@ -1,13 +1,13 @@
 """How many evaluations per second the one evaluation broker (`islands.broker`) and its history writer
 serve, over Ray and over the local executor, with evaluators that answer at once.
 
-    PYTHONPATH=. python bench/broker_throughput.py [--quick] [--counts 1,8,32,64] [--runtimes local,ray]
+    PYTHONPATH=. python bench/infra/broker_throughput.py [--quick] [--counts 1,8,32,64] [--runtimes local,ray]
 
 (about 4 minutes; --quick about 1: 1 and 8 evaluators, one 2-s window each; figures written to
 bench/data/broker_throughput.json, or --out)
 
 The real broker (`islands.actors.start_broker`), its real `EvaluationLedger` and msgpack history, and
-evaluator actors whose evaluator does no kernel work (`bench.broker_fakes.InstantEvaluator`: an ok
+evaluator actors whose evaluator does no kernel work (`bench.infra.broker_fakes.InstantEvaluator`: an ok
 verdict shaped like a real one). The driver keeps `--in-flight` batches of distinct candidates (the
 softmax seed with a unique comment) in `evaluate_many`, as islands do; batches are large enough to keep
 every evaluator busy. Per configuration: evaluations per second, the broker's CPU seconds per evaluation
@@ -38,11 +38,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.broker_fakes import Caller, Echo, instant_evaluator, instant_verdict
+from bench.infra.broker_fakes import Caller, Echo, instant_evaluator, instant_verdict
 from evo.app.run import ray_auth
 from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, TaskConfig

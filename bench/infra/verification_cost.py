@@ -1,7 +1,7 @@
 """What fitness verification and the race/bounds sanitizer cost per evaluation, on the demo's softmax
 candidates (CPU, Triton interpreter, modelled latency).
 
-    PYTHONPATH=. python bench/verification_cost.py [RUN_DIR ...] [--candidates 12] [--config configs/demo.yaml]
+    PYTHONPATH=. python bench/infra/verification_cost.py [RUN_DIR ...] [--candidates 12] [--config configs/demo.yaml]
 
 Live figures (this checkout): candidates of the demo campaign (the distinct kernels of the RUN_DIRs'
 histories when given, else points of the seed's SPACE spread evenly) are evaluated as a campaign
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

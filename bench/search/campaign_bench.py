@@ -1,7 +1,7 @@
 """Throughput of the campaign machinery: evaluations per second with 1 and with 2 evaluator actors,
 and the overhead of islands, broker and driver per evaluation.
 
-    python -m bench.campaign_bench [--task softmax] [--generations 4]
+    python -m bench.search.campaign_bench [--task softmax] [--generations 4]
 
 Each campaign runs on an embedded local Ray with real evaluations (lint + equivalence in worker
 subprocesses) of candidates drawn from the seed's SPACE by a bench-only mutator (no search: the
@@ -142,7 +142,7 @@ def main() -> None:
     import ray
 
     ray.init(address="local", num_cpus=max(os.cpu_count() or 1, 2), include_dashboard=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}},
+             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}},
              logging_level=logging.ERROR)
     load = os.getloadavg()[0]
     try:

@@ -1,6 +1,6 @@
 """GPU check: every library task's seed and known-better kernel, measured on CUDA and modelled.
 
-    PYTHONPATH=. python3 bench/gpu_check.py OUT_DIR [--tasks softmax,matmul] [--baselines seed,torch]
+    PYTHONPATH=. python3 bench/device/gpu_check.py OUT_DIR [--tasks softmax,matmul] [--baselines seed,torch]
 
 For each task this runs the same code path as ``evo eval`` on the CUDA device (equivalence on the
 GPU, then timing interleaved with the seed, torch eager and torch.compile in the same worker), and the
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

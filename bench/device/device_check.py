@@ -1,11 +1,11 @@
 """The device script: one command, one output folder, everything issue 14 asks of a GPU.
 
-    PYTHONPATH=. python bench/device_check.py OUT_DIR [--steps a,b,c] [--budget-s 450] [--rehearse]
+    PYTHONPATH=. python bench/device/device_check.py OUT_DIR [--steps a,b,c] [--budget-s 450] [--rehearse]
 
-a. every library task's seed and known-better kernel, measured and modelled (`bench/gpu_check.py`'s
+a. every library task's seed and known-better kernel, measured and modelled (`bench/device/gpu_check.py`'s
    `check_tasks`, model target ``h200``): ``OUT_DIR/gpu_check.json``;
 b. the calibration sweep over the committed list `bench/data/calibration_kernels.jsonl`
-   (`bench/calibration_sweep.py`): ``OUT_DIR/calibration.jsonl``, resumable (run ``--steps b`` again
+   (`bench/model/calibration_sweep.py`): ``OUT_DIR/calibration.jsonl``, resumable (run ``--steps b`` again
    to continue a sweep cut short by its time share);
 c. a campaign with measured fitness on softmax and mla_decode (``evo run --executor local``, 2 minutes
    of search each): ``OUT_DIR/campaigns/``, reporting seed, best, torch, torch.compile and the GPU-busy
@@ -39,13 +39,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.calibration_kernels import load
-from bench.calibration_sweep import REHEARSAL, default_threads, read_rows, select, sweep
-from bench.gpu_check import check_tasks, print_table
+from bench.device.gpu_check import check_tasks, print_table
+from bench.model.calibration_kernels import load
+from bench.model.calibration_sweep import REHEARSAL, default_threads, read_rows, select, sweep
 from evo.contracts.config import Baseline, EvaluationConfig, LatencyMode
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks
 from fitness.evaluate import detect_device

@@ -1,7 +1,7 @@
 """What the worker's OS isolation (Landlock + seccomp, `fitness.sandbox.isolation`) costs: worker start-up
 and per-evaluation time with ``evaluation.isolation`` on and off (CPU, Triton interpreter).
 
-    PYTHONPATH=. python bench/isolation_cost.py [--config configs/demo.yaml] [--candidates 8] [--starts 3]
+    PYTHONPATH=. python bench/infra/isolation_cost.py [--config configs/demo.yaml] [--candidates 8] [--starts 3]
 
 For each setting: the seconds from a fresh worker's start to its first answer (the imports of torch and
 triton dominate; the isolation is applied before them), then the median and 90th percentile of a full
@@ -19,11 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.verification_cost import space_points, spread
+from bench.infra.verification_cost import space_points, spread
 from evo.contracts.candidate import Candidate
 from evo.contracts.config_file import load_config
 from evo.contracts.task_loader import build_task

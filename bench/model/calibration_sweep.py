@@ -1,9 +1,9 @@
 """The calibration sweep: every kernel of the committed list measured (one device timing slot) and
 modelled (CPU threads, in parallel with the timing), one JSON line per kernel.
 
-    PYTHONPATH=. python bench/calibration_sweep.py OUT.jsonl [--seconds 150] [--tasks ...] [--model-only]
+    PYTHONPATH=. python bench/model/calibration_sweep.py OUT.jsonl [--seconds 150] [--tasks ...] [--model-only]
 
-Used by `bench/device_check.py` (step b). Measured: `fitness.evaluate.Evaluator` on the device at the
+Used by `bench/device/device_check.py` (step b). Measured: `fitness.evaluate.Evaluator` on the device at the
 ``quick`` level (the first check sizes, then the CUDA timer at the first bench size, no baselines: only
 the kernel's own time is wanted). Modelled: `fitness.latency.model.ModelLatency` for the target GPU.
 On a machine without CUDA the "measurement" is the model itself and every row says so in
@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.calibration_kernels import CalibrationKernel, load, rebuild
+from bench.model.calibration_kernels import CalibrationKernel, load, rebuild
 from evo.contracts.config import EvaluationConfig, LatencyMode, TimerConfig
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
 from evo.contracts.verdict import QUICK

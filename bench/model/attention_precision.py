@@ -1,7 +1,7 @@
 """How far causal attention kernels are from the float64 reference, in units of the task's tolerance,
 at the check sizes and at the bench sizes; the figures behind ``evo/tasks/attention_causal``'s tolerance.
 
-    PYTHONPATH=. python bench/attention_precision.py [--rows 128] [--kernels seed,known_better]
+    PYTHONPATH=. python bench/model/attention_precision.py [--rows 128] [--kernels seed,known_better]
 
 Kernels run in the Triton interpreter in this process (the library's kernels and edits of them:
 trusted code). For each kernel it prints, per size, the worst element's error over the tolerance
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

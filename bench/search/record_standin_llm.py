@@ -1,9 +1,10 @@
 """Make the LLM records that the ablations replay: hand-written STAND-IN answers,
 not a language model's.
 
-    PYTHONPATH=. python bench/record_standin_llm.py [--task TASK] [--workload NAME] [--seeds 0] [--out RECORD.jsonl]
+    PYTHONPATH=. python bench/search/record_standin_llm.py [--task TASK] [--workload NAME] [--seeds 0] \
+        [--out RECORD.jsonl]
 
-(TASK: one with stand-in answers in `bench/standin_replies/`.)
+(TASK: one with stand-in answers in `bench/search/standin_replies/`.)
 
 It starts the fake OpenAI-compatible server of the tests (`tests/fakes/openai_server.py`) on 127.0.0.1
 and runs the base campaign of the ablation with only the LLM mutator, in record mode, against it, once
@@ -11,7 +12,7 @@ per seed (at the task's `--workload` when given: attention's ablation runs at `b
 modelled evaluation takes seconds instead of minutes, causal attention's at `gpt2-short`, MLA decode's
 at `small-batch`); every exchange (the real prompt the mutator built, the answer) is appended to the record (by default
 `configs/llm_records/TASK_standin.jsonl`, under the model name `standin-TASK`). The server answers each
-prompt with one of the task's replies in `bench/standin_replies/`, chosen by a hash of the kernel the
+prompt with one of the task's replies in `bench/search/standin_replies/`, chosen by a hash of the kernel the
 prompt shows: whole modules and SEARCH/REPLACE edits, good and bad, the mix of outcomes a model gives (a
 faster kernel, a subtle numerical bug, an unmasked store, an edit that does not apply, a reply with no
 code). Token counts are estimated as characters / 4 and priced like gpt-4o-mini ($0.15 / $0.60 per
@@ -29,11 +30,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.standin_replies import REPLIES_BY_TASK
+from bench.search.standin_replies import REPLIES_BY_TASK
 from evo.app.run.campaign import Campaign
 from evo.app.run.progress import PlainLog
 from evo.app.run.setup import CampaignHooks, connect_ray, prepare_config

@@ -1,7 +1,7 @@
-"""Hand-written STAND-IN answers per library task, which `bench/record_standin_llm.py` serves from the
+"""Hand-written STAND-IN answers per library task, which `bench/search/record_standin_llm.py` serves from the
 fake OpenAI-compatible server and records; the ablations replay the records. Not a language model's."""
 
-from bench.standin_replies import (
+from bench.search.standin_replies import (
     attention,
     attention_causal,
     layernorm,

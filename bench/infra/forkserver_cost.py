@@ -1,7 +1,7 @@
 """What one process per candidate costs (`fitness.sandbox.forkserver`): per-evaluation time on the demo's
 task and settings, and the round trip of a load and one small run, in the tree this script is run from.
 
-    PYTHONPATH=. python bench/forkserver_cost.py [--config configs/demo.yaml] [--candidates 8] [--loads 20]
+    PYTHONPATH=. python bench/infra/forkserver_cost.py [--config configs/demo.yaml] [--candidates 8] [--loads 20]
 
 Run it from this checkout and from a checkout before the fork server (same command, that tree's
 ``PYTHONPATH``) on the same machine, one after the other, to compare: the load round trip isolates the
@@ -17,11 +17,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.verification_cost import space_points, spread
+from bench.infra.verification_cost import space_points, spread
 from evo.contracts.candidate import Candidate
 from evo.contracts.config_file import load_config
 from evo.contracts.task_loader import build_task
