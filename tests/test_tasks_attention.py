@@ -24,7 +24,7 @@ from evo.contracts.verdict import Status
 from fitness.evaluate import Evaluator
 
 TASKS = ("attention", "attention_causal", "mla_decode")
-ROOT = TASK_LIBRARY.parent
+ROOT = TASK_LIBRARY.parent.parent  # the checkout (the library is evo/tasks)
 
 
 @pytest.fixture(scope="module")
