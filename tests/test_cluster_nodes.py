@@ -246,7 +246,8 @@ def test_a_node_lost_three_times_at_different_points_loses_no_evaluation_and_non
         for r in redone:  # evaluated again elsewhere: the verdict is not an infrastructure failure
             assert r["evaluation"]["status"] != "crash" or "died" not in r["evaluation"]["reason"], r
         node_lost = events(run_dir, "node_lost")
-        assert sorted(e["node"] for e in node_lost) == sorted(lost), (node_lost, lost)
+        said = [line for line in text.splitlines() if " lost (it had " in line]
+        assert sorted(e["node"] for e in node_lost) == sorted(lost), (node_lost, lost, said, text[-3000:])
         replaced = events(run_dir, "evaluator_replaced")
         assert {e["node"] for e in replaced} >= set(lost)
         moments = timeline(load_run(run_dir))
