@@ -68,7 +68,7 @@ def finished(run_dir: Path) -> bool:
     return summary.is_file() and '"status": "finished"' in summary.read_text()
 
 
-def test_the_readme_cluster_commands_work_as_written_with_token_authentication(tmp_path):
+def test_the_cluster_page_commands_work_as_written_with_token_authentication(tmp_path):
     head = RayHead(num_cpus=2, dashboard=True)  # its ports, temp dir and stop(); started below as the page says
     home = tmp_path / "home"
     home.mkdir()
