@@ -27,6 +27,13 @@ SMALL_SOFTMAX = {
 }
 
 
+def bash_block(text: str) -> list[str]:
+    """The lines of the first bash block of `text` (a README or a docs page), continuation lines joined,
+    blank lines dropped: the commands the tests run as the page shows them."""
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+    return [line for line in block.splitlines() if line.strip()]
+
+
 def candidate(name: str, **params: object) -> Candidate:
     """A test candidate from tests/candidates/<name>.py."""
     return Candidate.from_file(CANDIDATES / f"{name}.py", dict(params) if params else None)  # type: ignore[arg-type]

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .conftest import ROOT, SMALL_SOFTMAX
+from .conftest import ROOT, SMALL_SOFTMAX, bash_block
 from .ray_head import RAY, RayHead
 
 pytestmark = pytest.mark.slow
@@ -34,8 +34,7 @@ SHAPE = [("ray", "get-auth-token", "--generate"), ("ray", "start", "--head"), ("
 
 def block_commands(text: str) -> list[list[str]]:
     """The commands of the first bash block of `text`, as words, continuation lines joined."""
-    block = text.split("```bash\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
-    return [shlex.split(line, comments=True) for line in block.splitlines() if shlex.split(line, comments=True)]
+    return [words for line in bash_block(text) if (words := shlex.split(line, comments=True))]
 
 
 def page_commands() -> list[list[str]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from .conftest import ROOT
+from .conftest import ROOT, bash_block
 
 KB = ROOT / "tests" / "kernelbench" / "level1"
 
@@ -44,8 +44,7 @@ def run_printed(command: str, cwd: Path) -> dict:
 def readme_tour() -> list[str]:
     """The README's five-minute tour, one command per line, comments dropped."""
     section = (ROOT / "README.md").read_text().split("## A five-minute tour", 1)[1]
-    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
-    return [c for c in (line.split("  #", 1)[0].strip() for line in block.splitlines()) if c]
+    return [c for c in (line.split("  #", 1)[0].strip() for line in bash_block(section)) if c]
 
 
 def as_here(command: str, run_dir: str = "") -> str:

@@ -20,7 +20,7 @@ def test_the_library_ships_the_required_tasks():
 # the seed's latency at these tasks' default bench sizes takes 2-4 minutes a task in the interpreter (the naive
 # attention seeds write an 8 GiB scores tensor): the test models them at their CPU workload (the one their
 # search ablation runs at) and checks that the default sizes are still a bench size; `evo check` on a config
-# naming the task models the defaults (README: Levels)
+# naming the task models the defaults (docs/how-to/evaluate.md: Levels)
 # The one-program reduction seed at 2^26 is worse: its sampled loop leaves nothing to compare, and profiling
 # every iteration would take about 1750 CPU seconds, so its timed run cannot be checked there on a CPU (a
 # timeout, not an ok kernel without latency)
@@ -43,7 +43,7 @@ def test_library_task_is_sound(name):
     assert all(f.ok for f in findings), [f for f in findings if not f.ok]
     assert task.seed_source is not None
     # the naive attention seeds hold an 8 GiB scores tensor at the bench size: past the default ceiling
-    # on the bench-size address space (README), within this machine's memory
+    # on the bench-size address space (docs/concepts/latency.md), within this machine's memory
     with Evaluator(task, EvaluationConfig(timeout_s=60, profile_memory_mb=12288), device="cpu") as ev:
         result = ev.evaluate(Candidate.from_source(task.seed_source))
     assert result.ok, result.reason

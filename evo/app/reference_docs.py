@@ -53,18 +53,15 @@ def _type(t: Any) -> str:
     if inspect.isclass(t) and issubclass(t, enum.Enum):
         return " \\| ".join(f"`{m.value}`" for m in t)
     if inspect.isclass(t) and issubclass(t, BaseModel):
-        return f"[{_section_name(t)}](#{_anchor(t)})"
+        return f"[{_section_name(t)}](#{_section_name(t)})"
     if t is Any:
         return "any"
     return getattr(t, "__name__", str(t))
 
 
 def _section_name(model: type[BaseModel]) -> str:
+    """A model's section in the page: its title and its anchor."""
     return model.__name__.removesuffix("Config").lower() or model.__name__.lower()
-
-
-def _anchor(model: type[BaseModel]) -> str:
-    return _section_name(model)
 
 
 def _default(f: FieldInfo) -> str:
@@ -126,7 +123,7 @@ def _sections(root: type[BaseModel], title: str, done: set[type[BaseModel]]) -> 
     done.update(seen)
     lines: list[str] = []
     for i, m in enumerate(seen):
-        lines += [f"## {title if i == 0 else _section_name(m)} {{#{_anchor(m)}}}", ""]
+        lines += [f"## {title if i == 0 else _section_name(m)} {{#{_section_name(m)}}}", ""]
         if doc := _doc(m):
             lines += [doc, ""]
         lines += ["| key | type | default | bounds |", "| --- | --- | --- | --- |"]
