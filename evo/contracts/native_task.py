@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from evo.contracts import dtypes
+from evo.contracts.shape_probe import ShapeProbe
 from evo.contracts.special_values import opt_outs
 from evo.contracts.task import BenchCase, Case, Size, Task, TaskError, Tensor, Tolerance, bench_case_from, one_line
 from evo.contracts.workload import Workload, read_workloads
@@ -184,7 +185,7 @@ class NativeTask(Task):
         """Inputs whose float draws are zeros (cheap at bench sizes); integer draws are real."""
         seed = self._bench_seed(size)
         try:
-            raw = self._inputs(size, self.dtype, _ShapeProbe(np.random.default_rng(seed)), self.dists[0])
+            raw = self._inputs(size, self.dtype, ShapeProbe(np.random.default_rng(seed)), self.dists[0])
         except Exception:
             return self._make_inputs(size, seed, self.dists[0])
         inputs = []
@@ -234,32 +235,3 @@ def _meta_outputs(fn: Callable[..., Any], inputs: list[Tensor]) -> list[tuple[st
     out = fn(*args)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     return [("float" if o.is_floating_point() else str(o.dtype).replace("torch.", ""), tuple(o.shape)) for o in outs]
-
-
-# numpy Generator methods that draw floats, and the position of their `size` argument
-_FLOAT_DRAWS = {"random": 0, "standard_normal": 0, "standard_exponential": 0, "standard_cauchy": 0,
-                "normal": 2, "uniform": 2, "lognormal": 2, "laplace": 2, "logistic": 2, "gumbel": 2,
-                "beta": 2, "gamma": 2, "exponential": 1, "standard_gamma": 1, "standard_t": 1, "chisquare": 1}
-
-
-class _ShapeProbe:
-    """Stands in for a numpy Generator when only shapes matter: float draws are zero-stride zeros
-    (no memory, no random numbers); anything else goes to the real generator."""
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        self._rng = rng
-
-    def __getattr__(self, name: str) -> Any:
-        if name not in _FLOAT_DRAWS:
-            return getattr(self._rng, name)
-        pos = _FLOAT_DRAWS[name]
-
-        def draw(*args: Any, size: Any = None, **kwargs: Any) -> Any:
-            if size is None and len(args) > pos:
-                size = args[pos]
-            if size is None:
-                return 0.0
-            shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
-            return np.lib.stride_tricks.as_strided(np.zeros(1), shape, (0,) * len(shape))
-
-        return draw
