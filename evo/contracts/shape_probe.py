@@ -29,7 +29,7 @@ class Constant(np.ndarray):
             kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, Constant) else o for o in kwargs["out"])
         return getattr(ufunc, method)(*plain, **kwargs)
 
-    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:
         if self.size == 0:
             return self.view(np.ndarray).astype(dtype, *args, **kwargs)
         return constant(np.asarray(_element(self)).astype(dtype), self.shape)
