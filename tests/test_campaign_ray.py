@@ -68,6 +68,13 @@ def campaign(config: Path, hooks: CampaignHooks = FAKE_HOOKS) -> tuple[Campaign,
     return Campaign(prepare(str(config), hooks=hooks), hooks, PlainLog(out)), out
 
 
+def result_line(output: str) -> dict:
+    """The JSON line `evo run` prints last."""
+    lines = [ln for ln in output.splitlines() if ln.startswith('{"status"')]
+    assert lines, output[-3000:]
+    return json.loads(lines[-1])
+
+
 def history(run_dir: Path) -> list[dict]:
     return [r for r in MsgpackLog(run_dir / "history.msgpack").read() if r["kind"] == "evaluation"]
 
@@ -81,7 +88,8 @@ def assert_nothing_evaluated_twice(records: list[dict]) -> None:
     assert not twice, f"evaluated more than once: {twice}"
 
 
-def test_a_campaign_finds_the_faster_kernel_and_writes_the_run_directory(ray_cluster, tmp_path):
+def test_a_campaign_finds_the_faster_kernel_and_writes_a_run_directory_with_a_standalone_best_kernel(ray_cluster,
+                                                                                                         tmp_path):
     c, out = campaign(write_config(tmp_path))
     summary = c.run()
     run_dir = Path(summary["run_dir"])
@@ -105,11 +113,11 @@ def test_a_campaign_finds_the_faster_kernel_and_writes_the_run_directory(ray_clu
     state = unpack((run_dir / "checkpoints" / "gen-000002" / "island-00.msgpack").read_bytes())
     assert state["generation"] == 2 and state["population"]
     assert "api_key" not in (run_dir / "config.yaml").read_text()
+    assert_runs_with_triton_alone(run_dir / "best_kernel.py", best["params"])
 
 
-def test_the_best_kernel_file_runs_with_triton_alone(ray_cluster, tmp_path):
-    summary = campaign(write_config(tmp_path, budget={"generations": 1}))[0].run()
-    kernel = Path(summary["run_dir"]) / "best_kernel.py"
+def assert_runs_with_triton_alone(kernel: Path, params: dict) -> None:
+    """`kernel` (a run's best_kernel.py) runs in a bare interpreter with Triton and torch alone, and is right."""
     script = textwrap.dedent(f"""
         import importlib.util, numpy as np, torch
         spec = importlib.util.spec_from_file_location("best", {str(kernel)!r})
@@ -125,7 +133,7 @@ def test_the_best_kernel_file_runs_with_triton_alone(ray_cluster, tmp_path):
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd="/tmp",
                        timeout=300)
     assert p.returncode == 0, p.stderr
-    assert f"params {summary['best']['params']}" in p.stdout
+    assert f"params {params}" in p.stdout
 
 
 def test_a_killed_island_actor_is_restored_from_its_checkpoint(ray_cluster, tmp_path):

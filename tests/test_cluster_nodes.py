@@ -30,7 +30,7 @@ from evo.contracts.history import MsgpackLog, unpack
 
 from .conftest import ROOT
 from .ray_head import RAY, RayHead, RayNode
-from .test_campaign_ray import assert_nothing_evaluated_twice, campaign, events, write_config
+from .test_campaign_ray import assert_nothing_evaluated_twice, campaign, events, result_line, write_config
 
 pytestmark = pytest.mark.slow
 JOINED = re.compile(r"(evaluator-\d+) joined on node ")
@@ -56,8 +56,8 @@ def evaluated_by(run_dir: Path) -> set[str]:
 
 
 def test_a_job_submitted_to_a_cluster_of_three_nodes_spreads_its_evaluators_and_reports_them(tmp_path):
-    # the head has no GPU; each worker node declares one: the README's `ray job submit` places one evaluator
-    # on each, and summary.json and the report list the nodes, their evaluators and how busy each was
+    # the head has no GPU; each worker node declares one: the README's `ray job submit --working-dir .` places
+    # one evaluator on each, and summary.json and the report list the nodes, their evaluators and how busy each was
     head = RayHead(num_cpus=1, num_gpus=0, dashboard=True, token=secrets.token_hex(16)).start()
     nodes: list[RayNode] = []
     try:
@@ -69,7 +69,11 @@ def test_a_job_submitted_to_a_cluster_of_three_nodes_spreads_its_evaluators_and_
         p = subprocess.run(cmd, cwd=ROOT, env=head.env(), capture_output=True, text=True, timeout=900)
         out = p.stdout + p.stderr
         assert p.returncode == 0, out[-4000:]
-        run_dir = next((tmp_path / "out").iterdir())
+        result = result_line(out)  # what `evo run` prints last reaches the submitter through the job's logs
+        assert result["status"] == "finished" and result["best_speedup"] > 1.0, out[-3000:]
+        assert "island 1 gen 3:" in out  # plain progress lines under `ray job logs`
+        run_dir = Path(result["run_dir"])
+        assert run_dir.parent == tmp_path / "out" and list((tmp_path / "out").iterdir()) == [run_dir]
         summary = json.loads((run_dir / "summary.json").read_text())
         assert summary["status"] == "finished", out[-3000:]
         ids = {ray_node_id(head, f"node_{x}") for x in "ab"}
@@ -77,8 +81,17 @@ def test_a_job_submitted_to_a_cluster_of_three_nodes_spreads_its_evaluators_and_
         for node in summary["nodes"]:
             [evaluator] = node["evaluators"]
             assert evaluator["evaluations"] > 0 and 0 < evaluator["busy_fraction"] <= 1, summary["nodes"]
+        # one GPU each, which Ray names to the actor; torch sees no CUDA here, so they run the interpreter, and
+        # their workers are isolated inside Ray's actors as anywhere else
+        evaluators = summary["evaluators"]
+        assert len(evaluators) == 2 and all(len(e["gpu_ids"]) == 1 for e in evaluators), evaluators
+        assert all(e["cuda_visible_devices"] == str(e["gpu_ids"][0]) for e in evaluators), evaluators
+        assert {e["device"] for e in evaluators} == {"cpu"}
+        assert summary["sandbox"] == "landlock+seccomp" and {e["sandbox"] for e in evaluators} == {"landlock+seccomp"}
         records = [r for r in MsgpackLog(run_dir / "history.msgpack").read() if r["kind"] == "evaluation"]
         assert {r["evaluator"] for r in records} == {e["name"] for n in summary["nodes"] for e in n["evaluators"]}
+        assert all(r["evaluation"]["device"] == "cpu" for r in records)
+        assert {r["evaluation"]["sandbox"] for r in records} == {"landlock+seccomp"}
         assert_nothing_evaluated_twice(records)
         report = subprocess.run([sys.executable, "-m", "evo", "report", str(run_dir)], cwd=ROOT, capture_output=True,
                                 text=True, timeout=300)

@@ -71,14 +71,14 @@ def _assert_improved(solo: Solo, kind: str) -> None:
     assert solo.best.proposal.mutator == kind and solo.best.proposal.generation >= 1
 
 
-@pytest.mark.parametrize("name", ["softmax", "matmul"])
-def test_stoke_alone_improves_on_the_seed(name, evaluators, tmp_path):
-    task, ev = evaluators[name]
+def test_stoke_alone_improves_on_the_seed(evaluators, tmp_path):
+    # one task: on softmax a chain finds a cheaper correct state about one time in four or five (a meta-parameter
+    # step on BLOCK is one draw in ten), and island seed 0 found it at generation 16 (90 s here), the same
+    # assertions as on matmul, whose first generation improves
+    task, ev = evaluators["matmul"]
     m = build_mutator(StokeConfig(chain_length=4), run_dir=tmp_path, seed=0)
     assert isinstance(m, StokeMutator)
-    # a chain finds a cheaper correct state about one time in four or five (a meta-parameter step on BLOCK
-    # is one draw in ten), so a fixed seed's first improvement may come late: island seed 0 finds it at
-    # generation 16 with the current move set; the loop stops at the first generation that improves
+    # the loop stops at the first generation that improves
     solo = run_alone(m, task, ev, generations=20, until_improved=True)
     _assert_improved(solo, "stoke")
     print(m.table_text())
