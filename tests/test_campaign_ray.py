@@ -136,27 +136,6 @@ def assert_runs_with_triton_alone(kernel: Path, params: dict) -> None:
     assert f"params {params}" in p.stdout
 
 
-def test_a_killed_island_actor_is_restored_from_its_checkpoint(ray_cluster, tmp_path):
-    import ray
-
-    c, out = campaign(write_config(tmp_path, budget={"generations": 3}))
-    c.start()
-    c.advance()
-    c.advance()
-    pid = ray.get(c.actors[0].pid.remote())
-    os.kill(pid, signal.SIGKILL)
-    c.advance()
-    c.finish("finished", "test")
-    run_dir = c.store.path
-    [restored] = events(run_dir, "island_restored")
-    assert restored["island"] == 0 and restored["from_generation"] == 1
-    assert "island 0 died" in out.getvalue() and c.rows[0].restored == 1
-    assert [r.generation for r in c.rows] == [2, 2]
-    assert_nothing_evaluated_twice(history(run_dir))  # the restored island's redo came from the cache
-    cp = RunStore.open(run_dir).latest_checkpoint()
-    assert cp is not None and unpack(cp.islands[0])["generation"] == 2
-
-
 OOM_MESSAGE = (
     "Task was killed due to the node running low on memory.\nMemory on the node (IP: 127.0.0.1, ID: 953e) where "
     "the task (actor ID: 05f1, name=IslandActor.__init__, pid=4242, memory used=0.31GB) was running was "
@@ -165,16 +144,28 @@ OOM_MESSAGE = (
     "memory issue: https://docs.ray.io/en/latest/ray-observability/user-guides/debug-apps/debug-memory.html.")
 
 
-def test_an_island_ray_killed_for_memory_is_restored_and_the_message_says_out_of_memory(ray_cluster, tmp_path):
-    """Ray's memory monitor kills a worker and its caller gets an OutOfMemoryError, not a RayActorError:
-    the actor is as dead, and its island is restored from its checkpoint (the run failed outright, with
-    Ray's closing advice as its reason)."""
+def test_killed_island_actors_are_restored_from_their_checkpoints_and_an_oom_kill_says_out_of_memory(ray_cluster,
+                                                                                                    tmp_path):
+    """Island 0's actor is SIGKILLed in generation 3 and restored from its checkpoint; then island 1's, as
+    Ray's memory monitor kills a worker: its caller gets an OutOfMemoryError, not a RayActorError, the actor
+    is as dead, and its island is restored too (the run failed outright, with Ray's closing advice as its
+    reason). One campaign for both: each restore is an event of its own."""
     import ray
     from ray.exceptions import OutOfMemoryError, RayActorError
 
     c, out = campaign(write_config(tmp_path, budget={"generations": 3}))
     c.start()
     c.advance()
+    c.advance()
+    os.kill(ray.get(c.actors[0].pid.remote()), signal.SIGKILL)
+    c.advance()
+    run_dir = c.store.path
+    [restored] = events(run_dir, "island_restored")
+    assert restored["island"] == 0 and restored["from_generation"] == 1
+    assert "island 0 died" in out.getvalue() and c.rows[0].restored == 1
+    assert [r.generation for r in c.rows] == [2, 2]
+    cp = RunStore.open(run_dir).latest_checkpoint()
+    assert cp is not None and unpack(cp.islands[0])["generation"] == 2
     real_get = c.rt.get
 
     def get_as_after_an_oom_kill(refs: object, timeout: float | None = None) -> object:
@@ -184,13 +175,14 @@ def test_an_island_ray_killed_for_memory_is_restored_and_the_message_says_out_of
             raise OutOfMemoryError(OOM_MESSAGE) from None
 
     c.rt.get = get_as_after_an_oom_kill  # type: ignore[method-assign]
-    os.kill(ray.get(c.actors[0].pid.remote()), signal.SIGKILL)
+    os.kill(ray.get(c.actors[1].pid.remote()), signal.SIGKILL)
     c.advance()
     c.finish("finished", "test")
-    [restored] = events(c.store.path, "island_restored")
-    assert restored["island"] == 0 and "out of memory: Task was killed due to the node running low on memory. " \
-        "(node memory 22.81GB / 23.99GB in use)" in restored["error"], restored
-    assert "island 0 died (out of memory" in out.getvalue() and [r.generation for r in c.rows] == [1, 1]
+    first, oom = events(run_dir, "island_restored")
+    assert first == restored and oom["island"] == 1 and "out of memory: Task was killed due to the node running " \
+        "low on memory. (node memory 22.81GB / 23.99GB in use)" in oom["error"], oom
+    assert "island 1 died (out of memory" in out.getvalue() and c.rows[1].restored == 1
+    assert_nothing_evaluated_twice(history(run_dir))  # the restored islands' redo came from the cache
 
 
 def advance_until_the_faults(c: Campaign) -> tuple[list[dict], dict[str, dict]]:
