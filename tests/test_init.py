@@ -35,10 +35,21 @@ def started_by(p: subprocess.CompletedProcess[str]) -> str:
     return lines[-1]
 
 
-def run_printed(command: str, cwd: Path) -> dict:
-    p = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=900, env=clean_env())
+def shell(command: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`command` run as a shell runs it, with `env` added to the clean environment; it must succeed."""
+    p = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=900,
+                       env={**clean_env(), **env})
     assert p.returncode == 0, p.stderr[-3000:]
+    return p
+
+
+def last_json(p: subprocess.CompletedProcess[str]) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def run_printed(command: str, cwd: Path) -> dict:
+    """The JSON line a printed command prints last."""
+    return last_json(shell(command, cwd))
 
 
 def readme_tour() -> list[str]:
@@ -71,9 +82,13 @@ def test_the_readme_tour_runs_as_written_from_init_to_export(tmp_path):
     assert command.endswith("-m evo run my_norm/campaign.yaml")
     assert tour[1].endswith(command.split(" -m ", 1)[1])  # the tour's next line is what init printed
     assert command in (folder / "campaign.yaml").read_text()  # the config says how it is started, too
-    summary = run_printed(command, tmp_path)
+    # outside any cluster `evo run` starts its own Ray, quietly, its token in its environment only
+    p = shell(command, tmp_path, HOME=str(tmp_path / "home"))
+    summary, said = last_json(p), p.stdout + p.stderr
     assert summary["status"] == "finished" and summary["evaluations"] > 0
     assert summary["best_speedup"] > 1.0  # the naive seed's tiles leave room the first generations find
+    assert "WARNING" not in said and "Token authentication" not in said, said[-3000:]
+    assert not (tmp_path / "home" / ".ray").exists() and "2 CPU evaluator(s)" in said
     run_dir = summary["run_dir"]
     report = run_printed(as_here(tour[2], run_dir), tmp_path)
     assert Path(report["html"]).is_file() and Path(report["markdown"]).is_file()

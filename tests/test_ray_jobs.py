@@ -1,6 +1,7 @@
-"""Campaigns as users start them on a cluster: a head lost with its driver (both killed with SIGKILL) and
-the run resumed on a new head, and the embedded local Ray when there is no cluster. (`ray job submit
---working-dir .` placing one evaluator per GPU is tests/test_cluster_nodes.py's job, on three nodes.)
+"""A campaign as users run it on a cluster, its head lost with its driver (both killed with SIGKILL), and
+the run resumed on a new head. (`ray job submit --working-dir .` placing one evaluator per GPU is
+tests/test_cluster_nodes.py's job, on three nodes; `evo run` starting its own Ray where there is no
+cluster is the README tour's, tests/test_init.py.)
 
 This machine has no CUDA: heads advertise GPUs (`--num-gpus`), so evaluator actors are placed one per
 GPU and, since torch sees no CUDA, evaluate in the Triton interpreter. Mutators and latency are the
@@ -25,7 +26,7 @@ from evo.contracts.history import MsgpackLog
 
 from .conftest import ROOT, SMALL_SOFTMAX
 from .ray_head import RayHead
-from .test_campaign_ray import assert_nothing_evaluated_twice, events, history, result_line, write_config
+from .test_campaign_ray import assert_nothing_evaluated_twice, events, history, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -87,18 +88,3 @@ def test_a_head_lost_with_its_driver_resumes_from_the_run_directory_on_a_new_hea
     started = {e["evaluators"][0]["node_id"] for e in MsgpackLog(run_dir / "events.msgpack").read()
                if e["kind"] in ("start", "resume")}
     assert len(started) == 2  # the evaluators of the resumed session ran on the new head's node
-
-
-def test_without_a_cluster_evo_run_starts_its_own_ray(tmp_path):
-    config = write_config(tmp_path, islands={"count": 1, "population": 2, "offspring": 1},
-                          evaluators={"count": 1}, budget={"generations": 1})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    env["HOME"] = str(tmp_path / "home")  # Ray's default would write a token there, and warn
-    p = subprocess.run([sys.executable, "-m", "tests.campaign_job", "run", str(config)], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
-    assert "WARNING" not in p.stdout + p.stderr and "Token authentication" not in p.stdout + p.stderr
-    assert not (tmp_path / "home/.ray").exists()  # the embedded Ray's token lived in its environment only
-    result = result_line(p.stdout)
-    assert result["status"] == "finished" and Path(result["run_dir"]).is_dir()
-    assert "1 CPU evaluator(s)" in p.stdout
