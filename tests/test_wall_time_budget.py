@@ -22,6 +22,7 @@ from .test_campaign_ray import assert_nothing_evaluated_twice, history, write_co
 from .test_local_executor import local_campaign
 
 SLOW_S = 300.0  # far longer than the budget lets the session run
+SLOW_BEGAN = threading.Event()  # a `Slow` evaluation is in flight: a generation is under way
 
 
 class Slow(FakeLatencyEvaluator):
@@ -32,6 +33,7 @@ class Slow(FakeLatencyEvaluator):
         self.closed = threading.Event()
 
     def evaluate(self, candidate: Candidate, *, level: str = "full") -> Evaluation:
+        SLOW_BEGAN.set()
         self.closed.wait(SLOW_S)
         return super().evaluate(candidate, level=level)
 
@@ -47,13 +49,24 @@ def test_a_wall_time_budget_cuts_the_generation_it_runs_out_in_and_keeps_the_las
     first = local_campaign(write_config(tmp_path, budget={"generations": 1}), FAKE_HOOKS)[0].run()
     assert first["status"] == "finished" and first["generation"] == 1
     run_dir = Path(first["run_dir"])
-    before = first["wall_time_s"]
-    budget = before + 5.0  # the budget counts the sessions before too: 5 s more for this one
-    config = write_config(tmp_path, budget={"generations": 10, "wall_time_s": budget})
+    # the budget runs out one second after an evaluation of a generation began (a state, not a time: how
+    # long the session takes to start depends on the machine); it counts the sessions before too
+    config = write_config(tmp_path, budget={"generations": 10, "wall_time_s": 100_000})
     c, out = local_campaign(config, SLOW_HOOKS, resume=run_dir)
+    budgets: list[float] = []
+
+    def run_out_once_a_generation_is_under_way() -> None:
+        if SLOW_BEGAN.wait(SLOW_S):
+            budgets.append(c.elapsed() + 1.0)
+            c.budget = c.budget.model_copy(update={"wall_time_s": budgets[0]})
+
+    SLOW_BEGAN.clear()
+    threading.Thread(target=run_out_once_a_generation_is_under_way, daemon=True).start()
     start = time.monotonic()
     cut = c.run()
     took = time.monotonic() - start
+    [budget] = budgets
+    assert budget > first["wall_time_s"]
     assert took < SLOW_S / 2, out.getvalue()[-2000:]  # no evaluation in flight was waited for
     assert cut["status"] == "finished" and "was cut short" in cut["stop_reason"], cut["stop_reason"]
     # generations whose proposals were all evaluated before (the ledger's) may finish before the cut
