@@ -32,6 +32,8 @@ def test_anything_else_is_computed_as_numpy_computes_it():
     mixed = z + real  # a real operand: a real result
     assert type(mixed) is np.ndarray and mixed.strides != (0, 0) and np.array_equal(mixed, real)
     assert rng.integers(0, 10, size=4).shape == (4,)  # integer draws are the generator's own
+    joined = np.concatenate([z[0], z[0] + 1])  # numpy's copy of two constants is no constant
+    assert list(joined.astype(np.int64)) == [0] * 5 + [1] * 5
 
 
 def test_probed_shapes_are_the_drawn_shapes_for_every_library_task():

@@ -30,7 +30,7 @@ class Constant(np.ndarray):
         return getattr(ufunc, method)(*plain, **kwargs)
 
     def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:
-        if self.size == 0:
+        if self.size == 0 or not _is_constant(self):  # a copy numpy made of one (np.sort, np.concatenate)
             return self.view(np.ndarray).astype(dtype, *args, **kwargs)
         return constant(np.asarray(_element(self)).astype(dtype), self.shape)
 
