@@ -260,15 +260,13 @@ def test_a_node_lost_three_times_at_different_points_loses_no_evaluation_and_non
             assert r["evaluation"]["status"] != "crash" or "died" not in r["evaluation"]["reason"], r
         node_lost = events(run_dir, "node_lost")
         said = [line for line in text.splitlines() if " lost (it had " in line]
+        replaced, joined = events(run_dir, "evaluator_replaced"), events(run_dir, "evaluator_joined")
         # in full under "Captured stdout" should an assertion below fail (pytest shortens its own message)
-        print(f"lost: {lost}\nnode_lost: {node_lost}\nreplaced: {events(run_dir, 'evaluator_replaced')}\n"
-              f"joined: {events(run_dir, 'evaluator_joined')}\nsaid: {said}\n{text}")
+        print(f"lost: {lost}\nnode_lost: {node_lost}\nreplaced: {replaced}\njoined: {joined}\nsaid: {said}\n{text}")
         assert sorted(e["node"] for e in node_lost) == sorted(lost), (node_lost, lost, said, text[-3000:])
-        replaced = events(run_dir, "evaluator_replaced")
         assert {e["node"] for e in replaced} >= set(lost)
         moments = timeline(load_run(run_dir))
         assert sum(m.what == "node lost" for m in moments) == 3
-        joined = events(run_dir, "evaluator_joined")
         assert sum(m.what == "evaluator joined" for m in moments) >= 3, (joined, JOINED.findall(text), text[-3000:])
         assert text.count(" lost (it had evaluator-") == 3, text[-3000:]
         assert not events(run_dir, "evaluator_unavailable"), text[-3000:]

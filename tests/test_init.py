@@ -3,7 +3,6 @@ command it prints runs the campaign to its end; the README's tour, run as writte
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -14,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from .conftest import ROOT, bash_block
+from .test_cli import last_json
 
 KB = ROOT / "tests" / "kernelbench" / "level1"
 
@@ -35,21 +35,17 @@ def started_by(p: subprocess.CompletedProcess[str]) -> str:
     return lines[-1]
 
 
-def shell(command: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def shell(command: str, cwd: Path, timeout: float = 900, **env: str) -> subprocess.CompletedProcess[str]:
     """`command` run as a shell runs it, with `env` added to the clean environment; it must succeed."""
-    p = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=900,
+    p = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                        env={**clean_env(), **env})
     assert p.returncode == 0, p.stderr[-3000:]
     return p
 
 
-def last_json(p: subprocess.CompletedProcess[str]) -> dict:
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
 def run_printed(command: str, cwd: Path) -> dict:
     """The JSON line a printed command prints last."""
-    return last_json(shell(command, cwd))
+    return last_json(shell(command, cwd).stdout)
 
 
 def readme_tour() -> list[str]:
@@ -69,12 +65,10 @@ def test_the_readme_tour_runs_as_written_from_init_to_export(tmp_path):
     which is the tour's next line; the campaign finishes, and its report and export run as the tour shows."""
     tour = readme_tour()
     assert [c.split()[3] for c in tour] == ["init", "run", "report", "export"], tour
-    p = subprocess.run(as_here(tour[0]), shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                       env=clean_env())
-    assert p.returncode == 0, p.stderr[-3000:]
+    p = shell(as_here(tour[0]), tmp_path, timeout=600)
     folder = tmp_path / "my_norm"
     assert sorted(f.name for f in folder.iterdir()) == ["campaign.yaml", "seed.py", "task.py"]
-    check = json.loads(p.stdout.strip().splitlines()[-1])
+    check = last_json(p.stdout)
     assert check["ok"] and check["task"] == "my_norm"  # the folder names the task
     cfg = yaml.safe_load((folder / "campaign.yaml").read_text())
     assert cfg["name"] == "my_norm" and cfg["task"] == {"path": "task.py"}
@@ -84,7 +78,7 @@ def test_the_readme_tour_runs_as_written_from_init_to_export(tmp_path):
     assert command in (folder / "campaign.yaml").read_text()  # the config says how it is started, too
     # outside any cluster `evo run` starts its own Ray, quietly, its token in its environment only
     p = shell(command, tmp_path, HOME=str(tmp_path / "home"))
-    summary, said = last_json(p), p.stdout + p.stderr
+    summary, said = last_json(p.stdout), p.stdout + p.stderr
     assert summary["status"] == "finished" and summary["evaluations"] > 0
     assert summary["best_speedup"] > 1.0  # the naive seed's tiles leave room the first generations find
     assert "WARNING" not in said and "Token authentication" not in said, said[-3000:]
@@ -137,7 +131,7 @@ def test_init_kernelbench_without_a_shipped_seed_says_how_to_get_a_first_kernel(
     assert not (folder / "seed.py").exists()
     cfg = yaml.safe_load((folder / "campaign.yaml").read_text())
     assert [m["kind"] for m in cfg["mutators"]] == ["optuna", "stoke", "llm"]  # the model writes the first one
-    check = json.loads(p.stdout.strip().splitlines()[-1])
+    check = last_json(p.stdout)
     assert not check["ok"] and [f["name"] for f in check["findings"] if not f["ok"]] == ["seed candidate passes"]
 
 

@@ -48,9 +48,8 @@ def _is_constant(x: Any) -> bool:
 
 
 def _element(x: Any) -> Any:
-    if isinstance(x, np.ndarray):
-        return x.view(np.ndarray)[(0,) * x.ndim] if x.ndim else x.view(np.ndarray)[()]
-    return x
+    """The value every element of a constant `x` has."""
+    return x.view(np.ndarray)[(0,) * x.ndim] if isinstance(x, np.ndarray) else x
 
 
 # numpy Generator methods that draw floats, and the position of their `size` argument
