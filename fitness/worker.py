@@ -105,10 +105,11 @@ def main() -> None:
         torch.cuda.init()
         install_clock()
     elif not args.compile_only:
-        from fitness.sandbox import addresses, interp_compat
+        from fitness.sandbox import addresses, interp_compat, interp_speed
 
         interp_compat.install()  # the interpreter computes what a GPU would (see its docstring)
         addresses.install()  # and kernels may not read addresses
+        interp_speed.install()  # last: it lists the builtins the patches above leave
     _exit_with_parent()  # before the memory limit: the thread's stack counts against it
     if args.memory_mb and args.device == "cpu":
         set_memory_limit(args.memory_mb, args.bench_memory_mb)

@@ -1,0 +1,94 @@
+"""Probe of `fitness.sandbox.interp_speed`, run by `tests.test_interp_speed` in a subprocess with
+``TRITON_INTERPRET=1``: what the interpreter wraps before a launch and a helper call, with Triton's own walk
+and with the listed one, and a kernel calling jit helpers run under the listed walk. Prints one JSON line."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import time
+import types
+from typing import Any
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+from triton.runtime import interpreter as interp
+
+from fitness.sandbox import interp_compat, interp_speed
+
+
+@triton.jit
+def halve(x):
+    return x * 0.5
+
+
+@triton.jit
+def row_stats(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + row, halve(tl.sum(x, axis=0)) + tl.max(x, axis=0))
+
+
+assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
+
+
+def changes(interp: Any, fn: Any) -> list[tuple[str, str]]:
+    """(owner, name) of every attribute `_patch_lang(fn)` replaces, in order; undone afterwards."""
+    scope = interp._patch_lang(fn)
+    out = [(getattr(obj, "__name__", type(obj).__name__), name) for obj, name, _ in scope._changes]
+    scope.restore()
+    return out
+
+
+def per_call_ms(interp: Any, fn: Any, n: int = 200) -> float:
+    start = time.perf_counter()
+    for _ in range(n):
+        interp._patch_lang(fn).restore()
+    return (time.perf_counter() - start) / n * 1e3
+
+
+def main() -> None:
+    interp_compat.install()
+    helper, kernel = tl.standard.max.fn, row_stats.fn
+    before = {"helper": changes(interp, helper), "kernel": changes(interp, kernel)}
+    ms_before = per_call_ms(interp, helper)
+    installed = interp_speed.install()
+    after = {"helper": changes(interp, helper), "kernel": changes(interp, kernel)}
+    ms_after = per_call_ms(interp, helper)
+    walked: list[Any] = []  # modules walked in full since the install (none of the listed ones)
+    full_walk = inspect.getmembers
+
+    def counted(obj: Any, *rest: Any) -> Any:
+        walked.append(obj)
+        return full_walk(obj, *rest)
+
+    inspect.getmembers = counted  # type: ignore[assignment]
+    changes(interp, helper)
+    changes(interp, kernel)
+    inspect.getmembers = full_walk
+
+    x = torch.randn(5, 100)
+    out = torch.empty(5)
+    row_stats[(5,)](x, out, 100, BLOCK=128)
+    want = x.sum(1) * 0.5 + x.max(1).values
+
+    # a module the install did not list is walked in full, as Triton walks it
+    builtin = tl.core.builtin(lambda *a, _semantic=None: "ran")
+    other = types.ModuleType("elsewhere")
+    other.op = builtin  # type: ignore[attr-defined]
+    scope = interp._LangPatchScope()
+    interp._patch_builtin(other, interp.interpreter_builder, scope)
+    print(json.dumps({
+        "installed": installed, "again": interp_speed.install(), "before": before, "after": after,
+        "kernel_error": float(np.abs((out - want).numpy()).max()),
+        "walked_in_full": len(walked), "unlisted_wrapped": other.op is not builtin and other.op() == "ran",
+        "ms_before": ms_before, "ms_after": ms_after,
+    }))
+
+
+if __name__ == "__main__":
+    main()
