@@ -1,5 +1,8 @@
 """Work Triton's interpreter repeats, done once (installed in every interpreter worker).
 
+Two repeats, both in how the interpreter puts its versions of ``triton.language`` in place
+(``_patch_lang``): before each kernel launch, and again on every call of a jit helper.
+
 Before each kernel launch, and again on every call of a jit helper (``tl.max``, ``tl.sum``, ``tl.cdiv``
 and a candidate's own ``@triton.jit`` helpers are such calls, once per program and loop iteration), the
 interpreter's ``_patch_builtin`` walks every member of ``triton.language``, ``tl.core``, ``tl.tensor``,
@@ -12,6 +15,15 @@ lists them once, before any launch, and the patched walk looks only at those, wr
 builtin at that moment: the attributes wrapped, their order, and what the interpreter undoes afterwards
 are the same as the original walk's. A module or class not listed at install time is walked in full, as
 before.
+
+The second repeat is the whole of ``_patch_lang`` on a helper call. Within one launch patches only
+accumulate: the kernel's are undone when the launch ends, a helper's never (Triton keeps them). So a helper
+whose ``triton.language`` modules have been patched since the last undo would have its patches applied
+again on top of themselves, to the same effect; `install` skips that call (only a helper's: a launch
+patches in full) (cross-entropy's kernels call
+``tl.max`` and ``tl.sum`` in their loops: the re-patching was over a third of the interpreter's time on
+them). Any undo (the end of a launch, the latency profiler's own) forgets what was patched, and the next
+call patches again in full.
 """
 
 from __future__ import annotations
@@ -55,4 +67,57 @@ def install() -> bool:
 
     setattr(patched, _MARK, True)
     interp._patch_builtin = patched
+    _skip_repatching(interp, tl)
+    return True
+
+
+def _skip_repatching(interp: Any, tl: Any) -> bool:
+    """Make ``_patch_lang`` a no-op for a function whose language modules are patched already (see the
+    module docstring); False where the interpreter has no undoable patch scopes (nothing changed)."""
+    original = getattr(interp, "_patch_lang", None)
+    scope_class = getattr(interp, "_LangPatchScope", None)
+    function_class = getattr(interp, "InterpretedFunction", None)
+    if (original is None or scope_class is None or function_class is None
+            or not callable(getattr(scope_class, "restore", None)) or "__call__" not in vars(function_class)):
+        return False
+    patch_lang: Callable[..., Any] = original
+    call: Callable[..., Any] = function_class.__call__
+    helpers = [0]  # helper calls in progress: a launch's own patching (and the profiler's) is never skipped
+    langs = (tl, tl.core)
+    patched: set[int] = set()  # ids of the language modules patched since the last undo
+    seen: dict[int, tuple[Any, int, frozenset[int]]] = {}  # id(fn) -> (fn, len(globals), its modules)
+
+    def modules_of(fn: Any) -> frozenset[int]:
+        known = seen.get(id(fn))
+        if known is None or known[0] is not fn or known[1] != len(fn.__globals__):
+            found = frozenset(id(v) for v in list(fn.__globals__.values())
+                              if inspect.ismodule(v) and any(v is lang for lang in langs))
+            known = seen[id(fn)] = (fn, len(fn.__globals__), found)
+        return known[2]
+
+    def fast_patch_lang(fn: Any) -> Any:
+        mods = modules_of(fn)
+        if helpers[0] and mods and mods <= patched:
+            return scope_class()  # nothing to do, nothing to undo
+        scope = patch_lang(fn)
+        patched.update(mods)
+        undo = scope.restore
+
+        def restore() -> None:
+            patched.clear()  # whatever this undoes may have been what made the others' patches
+            undo()
+
+        scope.restore = restore
+        return scope
+
+    def helper_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        helpers[0] += 1
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            helpers[0] -= 1
+
+    setattr(fast_patch_lang, _MARK, True)
+    interp._patch_lang = fast_patch_lang
+    function_class.__call__ = helper_call
     return True
