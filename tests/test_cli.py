@@ -27,7 +27,7 @@ def test_eval_of_the_seed_prints_a_verified_ok_verdict_last(tmp_path):
             '{"BLOCK": 256}')
     assert p.returncode == 0, p.stderr
     v = last_json(p.stdout)
-    # 10 cases at the check sizes, 5 special values at 3 x 17, 7 distributions at the bench-shaped 8 x 1024
+    # 10 cases at the check sizes, 5 special values at 3 x 17, 7 distributions at the bench-shaped 8 x 256
     assert v["status"] == "ok" and v["error"] == 0.0 and v["cases_checked"] == 22 and v["task"] == "softmax"
     assert v["level"] == "verified" and "verified in full at 1 bench size(s)" in v["reason"]
     assert {"reason", "max_error_ratio", "max_abs_error", "mismatch_fraction", "secret"} <= set(v)
