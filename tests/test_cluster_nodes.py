@@ -159,6 +159,8 @@ def run_beside(c: Campaign, out: io.StringIO, action: Callable[[], None]) -> tup
     helper.join(timeout=60)
     text = out.getvalue()
     assert not trouble, f"{trouble[0]}\n{text[-4000:]}"
+    # the campaign is to end when the action does: one that ran out of its budget first left it unfinished
+    assert not helper.is_alive(), f"the campaign ended before what ran beside it did\n{text[-4000:]}"
     assert summary["status"] in ("finished", "interrupted"), text[-3000:]
     return summary, text
 
@@ -168,7 +170,7 @@ def test_a_campaign_begins_with_what_ray_can_place_says_what_it_waits_for_and_ta
     # node_a declares 2 GPUs and 1 CPU: the campaign wants one evaluator per GPU (1 CPU each), Ray places one
     with cluster(monkeypatch, {"node_a": 2}) as (head, nodes):
         config = write_config(tmp_path, evaluation={"device": "auto", "timeout_s": 60}, evaluators={},
-                              islands={"count": 1, "population": 3, "offspring": 2}, budget={"generations": 100})
+                              islands={"count": 1, "population": 3, "offspring": 2}, budget={"generations": 10**6})
         c, out = campaign(config)
 
         def join_a_node() -> None:
@@ -218,8 +220,10 @@ def test_a_node_lost_three_times_at_different_points_loses_no_evaluation_and_non
 
     lost: list[str] = []
     with cluster(monkeypatch, {"node_a": 1, "node_b0": 1}, system=FAST_DEATH) as (head, nodes):
+        # no budget the test could meet first: once the search has nothing new to evaluate, a generation takes
+        # milliseconds, and 200 of them ran out before the head declared the third node dead (under load)
         config = write_config(tmp_path, evaluation={"device": "auto", "timeout_s": 60}, evaluators={},
-                              islands={"count": 2, "population": 3, "offspring": 3}, budget={"generations": 200})
+                              islands={"count": 2, "population": 3, "offspring": 3}, budget={"generations": 10**6})
         c, out = campaign(config)
         points = random.Random(41).sample([0.2, 0.8, 1.5, 2.5, 4.0], 3)  # seconds into a generation
 
