@@ -1,29 +1,23 @@
 """Work Triton's interpreter repeats, done once (installed in every interpreter worker).
 
-Two repeats, both in how the interpreter puts its versions of ``triton.language`` in place
-(``_patch_lang``): before each kernel launch, and again on every call of a jit helper.
+Both repeats are in how the interpreter puts its versions of ``triton.language`` in place (``_patch_lang``),
+which it does before each kernel launch and again on every call of a jit helper (``tl.max``, ``tl.sum``,
+``tl.cdiv`` and a candidate's own ``@triton.jit`` helpers: once per program and loop iteration).
 
-Before each kernel launch, and again on every call of a jit helper (``tl.max``, ``tl.sum``, ``tl.cdiv``
-and a candidate's own ``@triton.jit`` helpers are such calls, once per program and loop iteration), the
-interpreter's ``_patch_builtin`` walks every member of ``triton.language``, ``tl.core``, ``tl.tensor``,
+The walk. ``_patch_builtin`` walks every member of ``triton.language``, ``tl.core``, ``tl.tensor``,
 ``tl.math`` and the tensor-descriptor class with ``inspect.getmembers`` (a ``dir``, a ``getattr`` per
-name, a sort) to wrap the ones marked builtin. Measured here (Triton 3.9): about 1 ms a call, a fifth of
-an interpreter worker's time on the library softmax's check.
+name, a sort) to wrap the ones marked builtin: about 1 ms a call here (Triton 3.9), a fifth of an
+interpreter worker's time on the library softmax's check. Which names of those can be builtins is fixed
+once Triton is imported; `install` lists them once, before any launch, and the walk looks only at those,
+wrapping each that is a builtin at that moment: the attributes wrapped, their order, and what the
+interpreter undoes afterwards are the original walk's. A module or class not listed is walked in full.
 
-Which names of those modules and classes can be builtins is fixed once Triton is imported; `install`
-lists them once, before any launch, and the patched walk looks only at those, wrapping each that is a
-builtin at that moment: the attributes wrapped, their order, and what the interpreter undoes afterwards
-are the same as the original walk's. A module or class not listed at install time is walked in full, as
-before.
-
-The second repeat is the whole of ``_patch_lang`` on a helper call. Within one launch patches only
-accumulate: the kernel's are undone when the launch ends, a helper's never (Triton keeps them). So a helper
-whose ``triton.language`` modules have been patched since the last undo would have its patches applied
-again on top of themselves, to the same effect; `install` skips that call (only a helper's: a launch
-patches in full) (cross-entropy's kernels call
-``tl.max`` and ``tl.sum`` in their loops: the re-patching was over a third of the interpreter's time on
-them). Any undo (the end of a launch, the latency profiler's own) forgets what was patched, and the next
-call patches again in full.
+The re-patching. Within one launch patches only accumulate: the kernel's are undone when the launch ends,
+a helper's never (Triton keeps them). A helper whose ``triton.language`` modules have been patched since
+the last undo would apply its patches again on top of themselves, to the same effect; `install` skips
+that call (a helper's only: a launch, and the latency profiler, patch in full). Any undo forgets what was
+patched, so the next call patches in full again. Cross-entropy's kernels call ``tl.max`` and ``tl.sum``
+in their loops: the re-patching was over a third of the interpreter's time on them.
 """
 
 from __future__ import annotations
