@@ -66,8 +66,8 @@ def from_junit(path: Path) -> dict[str, float]:
     for case in ET.parse(path).getroot().iter("testcase"):
         parts = (case.get("classname") or "").split(".")  # tests.test_x or tests.test_x.SomeClass
         files = ("/".join(parts[:k]) + ".py" for k in range(len(parts), 0, -1))
-        file = next((f for f in files if (root / f).is_file()), ".".join(parts))
-        per[unit(file)] = per.get(unit(file), 0.0) + float(case.get("time") or 0.0)
+        u = unit(next((f for f in files if (root / f).is_file()), ".".join(parts)))
+        per[u] = per.get(u, 0.0) + float(case.get("time") or 0.0)
     return {k: round(v, 1) for k, v in sorted(per.items(), key=lambda kv: -kv[1])}
 
 
