@@ -79,8 +79,12 @@ class Evaluator:
     ``evaluation:`` section. `quick` checks use the first `quick_sizes` check sizes, one draw."""
 
     def __init__(self, task: Task, settings: EvaluationConfig, *, device: str | None = None,
-                 worker: Worker | None = None, secret: int | None = None, static_lint: bool = True) -> None:
-        """`worker`: share an evaluation worker of `device` between evaluators (left open by `close`).
+                 worker: Worker | None = None, compiler: Worker | None = None, secret: int | None = None,
+                 static_lint: bool = True) -> None:
+        """`worker`: share an evaluation worker of `device` between evaluators (left open by `close`);
+        `compiler`: likewise a compile worker (``Worker(compile_only=True)``), the latency model's and the
+        verification's. Shared workers serve one evaluator at a time; each candidate still runs in a process
+        of its own (`fitness.sandbox.forkserver`).
         `secret`: the run's secret (a campaign keeps one; default: a new random one).
         `static_lint`: an internal test hook; False skips the lint so that tests prove the layers below it
         (the run-time guard, the worker's isolation). Never set from a config."""
@@ -94,8 +98,9 @@ class Evaluator:
         self.worker = worker or Worker(device=self.device, memory_mb=settings.memory_mb,
                                        bench_memory_mb=settings.profile_memory_mb, isolation=settings.isolation)
         self.worker.start()  # overlap the worker's imports with the caller's work
-        self.latency = LatencyStage(task, settings, device=self.device, worker=self.worker, secret=self.secret,
-                                    bench_check=self._bench_check)
+        self.latency = LatencyStage(task, settings, device=self.device, worker=self.worker, compiler=compiler,
+                                    secret=self.secret, bench_check=self._bench_check)
+        self._shared_compiler = compiler
         self._own_compiler: Worker | None = None
 
     def isolation(self) -> tuple[str, list[str]]:
@@ -190,7 +195,7 @@ class Evaluator:
 
     def _compiler(self) -> Worker:
         """A compile worker (no interpreter, no GPU): the latency model's, else one of this evaluator's."""
-        shared = self.latency.compile_worker()
+        shared = self.latency.compile_worker() or self._shared_compiler
         if shared is not None:
             return shared
         if self._own_compiler is None:

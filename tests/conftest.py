@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 
@@ -11,6 +12,7 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import NativeTask
 from fitness.evaluate import Evaluator
+from fitness.sandbox.process import Worker
 
 from .scheduling import longest_first, make_scheduler
 
@@ -52,14 +54,55 @@ def has_cuda() -> bool:
         return False
 
 
+class WorkerPair(TypedDict):
+    worker: Worker
+    compiler: Worker
+
+
+class SharedWorkers:
+    """The evaluation and compile workers of a test session, one pair per memory setting, for evaluators
+    whose test is about their verdicts, not their workers: a worker's start (importing torch and Triton, about
+    2 CPU seconds) is paid once per session instead of twice per evaluator (the suite made ~400 of them).
+    Each candidate still runs in a process of its own forked from the worker (`fitness.sandbox.forkserver`),
+    as in a campaign, where an evaluator's workers serve every candidate of its run. Tests that kill,
+    restart, cap or count workers make their own."""
+
+    def __init__(self) -> None:
+        self._pairs: dict[tuple[int, int, bool], tuple[Worker, Worker]] = {}
+
+    def __call__(self, settings: EvaluationConfig) -> WorkerPair:
+        """`Evaluator(..., **shared_workers(settings))`: the interpreter worker and compile worker for `settings`."""
+        key = (settings.memory_mb, settings.profile_memory_mb, settings.isolation)
+        if key not in self._pairs:
+            self._pairs[key] = (
+                Worker(device="cpu", memory_mb=settings.memory_mb, bench_memory_mb=settings.profile_memory_mb,
+                       isolation=settings.isolation),
+                Worker(compile_only=True, memory_mb=settings.memory_mb, isolation=settings.isolation))
+        worker, compiler = self._pairs[key]
+        return WorkerPair(worker=worker, compiler=compiler)
+
+    def close(self) -> None:
+        for pair in self._pairs.values():
+            for w in pair:
+                w.close()
+
+
+@pytest.fixture(scope="session")
+def shared_workers() -> Iterator[SharedWorkers]:
+    workers = SharedWorkers()
+    yield workers
+    workers.close()
+
+
 @pytest.fixture(scope="session")
 def softmax_task() -> NativeTask:
     return NativeTask(ROOT / "evo" / "tasks" / "softmax")
 
 
 @pytest.fixture(scope="session")
-def softmax_evaluator(softmax_task: NativeTask) -> Iterator[Evaluator]:
-    ev = Evaluator(softmax_task, EvaluationConfig(timeout_s=60.0, memory_mb=1024), device="cpu")
+def softmax_evaluator(softmax_task: NativeTask, shared_workers: SharedWorkers) -> Iterator[Evaluator]:
+    settings = EvaluationConfig(timeout_s=60.0, memory_mb=1024)
+    ev = Evaluator(softmax_task, settings, device="cpu", **shared_workers(settings))
     yield ev
     ev.close()
 

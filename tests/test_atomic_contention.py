@@ -26,12 +26,13 @@ def test_updates_of_one_address_take_a_clock_each():
     assert estimate_launch(hot, res, gpu).seconds > 5e5 / gpu.clock_hz > 100 * estimate_launch(quiet, res, gpu).seconds
 
 
-def test_a_global_atomic_sum_is_charged_for_every_program_that_adds():
+def test_a_global_atomic_sum_is_charged_for_every_program_that_adds(shared_workers):
     task = NativeTask(ROOT / "evo" / "tasks" / "reduction")
     task.check_sizes = [{"n": 1}, {"n": 1000}]
     task.bench_sizes = [{"n": 1 << 14}]
     atomic = Candidate.from_file(CANDIDATES / "gaming" / "atomic_sum.py")
-    with Evaluator(task, EvaluationConfig(timeout_s=120.0), device="cpu", secret=7) as ev:
+    settings = EvaluationConfig(timeout_s=120.0)
+    with Evaluator(task, settings, device="cpu", secret=7, **shared_workers(settings)) as ev:
         many = ev.evaluate(atomic.with_params(BLOCK=16))  # 1024 programs add into one float
         few = ev.evaluate(atomic.with_params(BLOCK=1024))  # 16 programs
     assert many.ok and few.ok, (many.reason, few.reason)

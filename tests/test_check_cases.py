@@ -46,8 +46,8 @@ def softmax_task(bench: list[dict[str, int]] = BENCH) -> NativeTask:
 
 
 @pytest.fixture(scope="module")
-def softmax() -> Iterator[Evaluator]:
-    with Evaluator(softmax_task(), SETTINGS, device="cpu", secret=5) as ev:
+def softmax(shared_workers) -> Iterator[Evaluator]:
+    with Evaluator(softmax_task(), SETTINGS, device="cpu", secret=5, **shared_workers(SETTINGS)) as ev:
         yield ev
 
 
@@ -143,14 +143,14 @@ def test_integer_inputs_keep_their_draw_and_magnitudes_follow_the_output_dtype()
     assert np.abs(data.inputs[0].data.astype(np.float64)).max() >= 4.0
 
 
-def test_an_opt_out_needs_a_known_distribution_and_a_reason_and_the_verdict_shows_it(tmp_path: Path):
+def test_an_opt_out_needs_a_known_distribution_and_a_reason_and_the_verdict_shows_it(tmp_path: Path, shared_workers):
     source = (TASK_LIBRARY / "softmax" / "task.py").read_text()
     (tmp_path / "task.py").write_text(source + '\nDIST_OPT_OUT = {"huge": "the model never sees logits past 1e4"}\n')
     (tmp_path / "seed.py").write_text((CASES / "one_pass.py").read_text())
     task = NativeTask(tmp_path)
     assert "huge" not in special_dists(task) and task.key != NativeTask(TASK_LIBRARY / "softmax").key
     task.bench_sizes = [{"rows": 4, "cols": 256}]
-    with Evaluator(task, SETTINGS, device="cpu") as ev:
+    with Evaluator(task, SETTINGS, device="cpu", **shared_workers(SETTINGS)) as ev:
         r = ev.evaluate(case_candidate("one_pass"))
     assert r.ok and "opts out of special values huge (the model never sees logits past 1e4)" in r.reason, r.reason
     for bad, words in (('{"large": "x"}', "no special distribution 'large'"), ('{"huge": ""}', "needs a reason")):
@@ -186,10 +186,10 @@ def test_a_softmax_that_drops_the_max_only_for_wide_rows_is_refused_at_the_bench
     assert twin.ok, twin.reason
 
 
-def test_a_kernel_wrong_between_the_check_and_bench_sizes_is_found_by_a_size_drawn_up_to_the_bench():
+def test_a_kernel_wrong_between_the_check_and_bench_sizes_is_found_by_a_size_drawn_up_to_the_bench(shared_workers):
     task = softmax_task([{"rows": 8, "cols": 4096}])
     gaming = case_candidate("wrong_between_sizes")
-    with Evaluator(task, SETTINGS, device="cpu", secret=3) as ev:
+    with Evaluator(task, SETTINGS, device="cpu", secret=3, **shared_workers(SETTINGS)) as ev:
         assert ev.evaluate(gaming).ok  # right at every check size and at 4096 columns
         old_odd = Case(size_key({"rows": 8, "cols": 2054}), 0, 1, "normal")  # the old rule's only choice
         assert check_equivalence(ev.worker, task, gaming, [old_odd], Evaluation(gaming.id, task.key, "cpu",

@@ -14,7 +14,7 @@ from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.special_values import SPECIAL_DISTS
 from evo.contracts.verdict import Status
 from fitness.evaluate import Evaluator
-from fitness.sandbox.process import scrubbed_env
+from fitness.sandbox.process import Worker, scrubbed_env
 
 from .conftest import CANDIDATES, candidate
 
@@ -247,15 +247,19 @@ def test_a_runaway_allocation_hits_the_memory_limit(softmax_task):
         assert ev.evaluate(candidate("softmax/one_pass")).ok
 
 
-def test_the_worker_environment_holds_no_secrets(softmax_evaluator, monkeypatch):
+def test_the_worker_environment_holds_no_secrets(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
     env = scrubbed_env("cpu")
     assert "OPENAI_API_KEY" not in env and "AWS_SECRET_ACCESS_KEY" not in env
     assert env["TRITON_INTERPRET"] == "1"
-    softmax_evaluator.evaluate(candidate("softmax/one_pass"))
-    with open(f"/proc/{softmax_evaluator.worker.pid}/environ", "rb") as f:
-        names = {kv.split(b"=", 1)[0].decode() for kv in f.read().split(b"\0") if kv}
+    worker = Worker(device="cpu", memory_mb=1024, isolation=True)  # started with the secrets in this environment
+    try:
+        assert worker.request({"op": "ping"}, 180.0).get("ok")
+        with open(f"/proc/{worker.pid}/environ", "rb") as f:
+            names = {kv.split(b"=", 1)[0].decode() for kv in f.read().split(b"\0") if kv}
+    finally:
+        worker.close()
     assert not {n for n in names if "KEY" in n or "SECRET" in n or "TOKEN" in n}
     assert os.environ["OPENAI_API_KEY"] == "sk-secret"
 
@@ -266,9 +270,10 @@ def test_quick_level_checks_fewer_cases_and_grades_without_stopping(softmax_eval
     assert 0 < result.error < 33
 
 
-def test_one_draw_still_checks_every_value_distribution(softmax_task):
+def test_one_draw_still_checks_every_value_distribution(softmax_task, shared_workers):
     # the 'wide' logits are what a softmax without the max subtraction fails on
-    with Evaluator(softmax_task, EvaluationConfig(timeout_s=60.0, draws=1), device="cpu") as ev:
+    settings = EvaluationConfig(timeout_s=60.0, draws=1)
+    with Evaluator(softmax_task, settings, device="cpu", **shared_workers(settings)) as ev:
         assert {c.dist for c in ev.cases("full")} == {*softmax_task.dists, *SPECIAL_DISTS}  # special values too
         result = ev.evaluate(candidate("softmax/no_max_subtraction"))
     assert result.status is Status.WRONG_OUTPUT and "(wide)" in result.reason

@@ -162,13 +162,14 @@ def test_a_lint_verdict_from_a_preparer_never_reaches_the_evaluator(tmp_path):
     assert stats.slot_s == pytest.approx(2 * TIME_S, rel=0.5)
 
 
-def test_the_real_preparer_gives_the_evaluators_lint_verdict_word_for_word():
+def test_the_real_preparer_gives_the_evaluators_lint_verdict_word_for_word(shared_workers):
     task = NativeTask(TASK_LIBRARY / "softmax")
     seed = softmax_seed()
     bad = Candidate(seed.source + "\nimport os\nos.system('true')\n", dict(seed.params))
     prepared = Preparer(task, EvaluationConfig(device="cpu"), device="cpu").prepare(bad, "full")
     assert prepared.verdict is not None and prepared.verdict.status is Status.LINT_ERROR
-    with Evaluator(task, EvaluationConfig(device="cpu"), device="cpu") as ev:
+    settings = EvaluationConfig(device="cpu")
+    with Evaluator(task, settings, device="cpu", **shared_workers(settings)) as ev:
         assert prepared.verdict.reason == ev.evaluate(bad).reason
     fine = Preparer(task, EvaluationConfig(device="cpu"), device="cpu").prepare(seed, "full")
     assert fine.verdict is None and not fine.warmed and "nothing to compile ahead" in fine.note

@@ -27,6 +27,7 @@ from .conftest import CANDIDATES, ROOT
 
 GAMING = CANDIDATES / "gaming"
 SOFTMAX_BENCH = [{"rows": 256, "cols": 4096}]
+SETTINGS = EvaluationConfig(timeout_s=60)  # the evaluators here share the session's workers (`SharedWorkers`)
 
 
 def gaming(name: str, **params: object) -> Candidate:
@@ -40,23 +41,23 @@ def task_with(name: str, bench: list[dict[str, int]]) -> NativeTask:
 
 
 @pytest.fixture(scope="module")
-def softmax() -> Iterator[Evaluator]:
-    with Evaluator(task_with("softmax", SOFTMAX_BENCH), EvaluationConfig(timeout_s=60), device="cpu",
-                   secret=11) as ev:
+def softmax(shared_workers) -> Iterator[Evaluator]:
+    with Evaluator(task_with("softmax", SOFTMAX_BENCH), SETTINGS, device="cpu", secret=11,
+                   **shared_workers(SETTINGS)) as ev:
         yield ev
 
 
 @pytest.fixture(scope="module")
-def reduction() -> Iterator[Evaluator]:
-    with Evaluator(task_with("reduction", [{"n": 1 << 20}]), EvaluationConfig(timeout_s=60), device="cpu",
-                   secret=11) as ev:
+def reduction(shared_workers) -> Iterator[Evaluator]:
+    with Evaluator(task_with("reduction", [{"n": 1 << 20}]), SETTINGS, device="cpu", secret=11,
+                   **shared_workers(SETTINGS)) as ev:
         yield ev
 
 
 @pytest.fixture(scope="module")
-def matmul() -> Iterator[Evaluator]:
-    with Evaluator(task_with("matmul", [{"M": 512, "N": 512, "K": 512}]), EvaluationConfig(timeout_s=60),
-                   device="cpu", secret=11) as ev:
+def matmul(shared_workers) -> Iterator[Evaluator]:
+    with Evaluator(task_with("matmul", [{"M": 512, "N": 512, "K": 512}]), SETTINGS, device="cpu", secret=11,
+                   **shared_workers(SETTINGS)) as ev:
         yield ev
 
 
@@ -91,21 +92,22 @@ def test_what_the_sample_stored_is_compared_and_one_wrong_row_fails_the_full_run
     assert "[200, " in r.reason or "200" in r.reason
 
 
-def test_a_timed_run_no_affordable_run_can_check_is_not_timed_and_says_why():
+def test_a_timed_run_no_affordable_run_can_check_is_not_timed_and_says_why(shared_workers):
     # every loop of the seed (512 columns in 128-wide chunks) is longer than the sample runs in full,
     # so nothing the sampled programs stored can be compared, and profiling every program is over the
     # time allowed: the timed run would not be a checked run, so the candidate is not timed (a timeout)
     settings = EvaluationConfig(timeout_s=60, profile_full_loop=3, profile_full_iterations=1,
                                 verify_timeout_s=0.001)
-    with Evaluator(task_with("softmax", [{"rows": 64, "cols": 512}]), settings, device="cpu", secret=3) as ev:
+    with Evaluator(task_with("softmax", [{"rows": 64, "cols": 512}]), settings, device="cpu", secret=3,
+                   **shared_workers(settings)) as ev:
         r = ev.evaluate(Candidate.from_file(ROOT / "evo/tasks/softmax/seed.py"))
         assert r.status is Status.TIMEOUT and r.latency_ms is None, r.reason
         assert "not verifiable at bench size" in r.reason and "verify_timeout_s" in r.reason
     # with the iterations to run one program's loops in full, its row is compared instead; `verified`
     # still needs the full run, which is estimated over the time allowed: not ok, and not started
-    with Evaluator(task_with("softmax", [{"rows": 64, "cols": 512}]),
-                   EvaluationConfig(timeout_s=60, profile_full_loop=3, verify_timeout_s=0.001), device="cpu",
-                   secret=3) as ev:
+    settings = EvaluationConfig(timeout_s=60, profile_full_loop=3, verify_timeout_s=0.001)
+    with Evaluator(task_with("softmax", [{"rows": 64, "cols": 512}]), settings, device="cpu", secret=3,
+                   **shared_workers(settings)) as ev:
         r = ev.evaluate(Candidate.from_file(ROOT / "evo/tasks/softmax/seed.py"))
         assert r.ok and r.latency_ms is not None, r.reason
         assert r.latency_detail["verification"]["elements_compared"] >= 512
@@ -115,13 +117,14 @@ def test_a_timed_run_no_affordable_run_can_check_is_not_timed_and_says_why():
 
 # -- 2. state across calls ----------------------------------------------------------------------
 
-def test_module_state_carried_from_the_check_does_not_reach_the_timed_run(softmax: Evaluator, honest: float):
+def test_module_state_carried_from_the_check_does_not_reach_the_timed_run(softmax: Evaluator, honest: float,
+                                                                           shared_workers):
     r = softmax.evaluate(gaming("counts_its_calls"))
     assert r.status is Status.LINT_ERROR and "line 19: a list in the module-level value of CALLS" in r.reason, r.reason
     # below the lint (an internal hook bypasses it) it is never ok and fast: the check's calls find the
     # launches it skips, or the timed run has a fresh module and it does the work
-    with Evaluator(task_with("softmax", SOFTMAX_BENCH), EvaluationConfig(timeout_s=60), device="cpu", secret=11,
-                   static_lint=False) as unlinted:
+    with Evaluator(task_with("softmax", SOFTMAX_BENCH), SETTINGS, device="cpu", secret=11,
+                   static_lint=False, **shared_workers(SETTINGS)) as unlinted:
         below = unlinted.evaluate(gaming("counts_its_calls"))
     assert below.status is Status.WRONG_OUTPUT or (below.ok and below.latency_ms is not None
                                                    and below.latency_ms > 0.8 * honest), below.reason
@@ -155,12 +158,12 @@ def test_every_distinct_launch_is_interpreted_and_contents_tell_launches_apart(r
     assert sixteen.latency_ms is not None and sixteen.latency_ms > honest.latency_ms
 
 
-def test_the_sample_follows_a_secret_recorded_in_the_verdict():
+def test_the_sample_follows_a_secret_recorded_in_the_verdict(shared_workers):
     task = task_with("softmax", SOFTMAX_BENCH)
     c = gaming("one_pass")
     runs = []
     for secret in (1, 2, 1):
-        with Evaluator(task, EvaluationConfig(timeout_s=60), device="cpu", secret=secret) as ev:
+        with Evaluator(task, SETTINGS, device="cpu", **shared_workers(SETTINGS), secret=secret) as ev:
             r = ev.evaluate(c)
         runs.append((r.latency_detail["sample_seed"], r.latency_ms))
     assert runs[0] == runs[2] and runs[0][0] != runs[1][0]  # reproducible from the secret, else different
@@ -169,13 +172,14 @@ def test_the_sample_follows_a_secret_recorded_in_the_verdict():
 # -- 4. compile what runs -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["meta_small_tiles", "meta_raises"])
-def test_the_compiler_sees_what_ran_not_what_launch_does_on_meta_tensors(softmax: Evaluator, name: str):
+def test_the_compiler_sees_what_ran_not_what_launch_does_on_meta_tensors(softmax: Evaluator, name: str,
+                                                                           shared_workers):
     # asking for the device's type is a lint error now; below the lint (an internal hook), the compile
     # still sees what ran
     assert "x.device may only be passed as device=" in softmax.evaluate(gaming(name)).reason
     twin = softmax.evaluate(gaming("one_pass_one_warp"))
-    with Evaluator(task_with("softmax", SOFTMAX_BENCH), EvaluationConfig(timeout_s=60), device="cpu", secret=11,
-                   static_lint=False) as unlinted:
+    with Evaluator(task_with("softmax", SOFTMAX_BENCH), SETTINGS, device="cpu", secret=11,
+                   static_lint=False, **shared_workers(SETTINGS)) as unlinted:
         r = unlinted.evaluate(gaming(name))
     if name == "meta_small_tiles":  # its small block is set on a line no check runs: refused for that first
         assert r.status is Status.UNSAFE and "block = 16" in r.reason and "never ran" in r.reason, r.reason
@@ -236,18 +240,18 @@ def test_an_access_outside_every_tensor_is_unsafe_when_it_happens(softmax: Evalu
 
 # -- 7. speed of light on the model path ----------------------------------------------------------
 
-def test_a_modelled_time_below_the_speed_of_light_is_unsafe(tmp_path: Path):
+def test_a_modelled_time_below_the_speed_of_light_is_unsafe(tmp_path: Path, shared_workers):
     source = (ROOT / "evo/tasks/vector_add/task.py").read_text()
     (tmp_path / "task.py").write_text(source.replace("def bytes_moved(size, itemsize):\n    return ",
                                                      "def bytes_moved(size, itemsize):\n    return 1000 * "))
     (tmp_path / "seed.py").write_text((ROOT / "evo/tasks/vector_add/known_better.py").read_text())
     task = NativeTask(tmp_path)
     task.bench_sizes = [{"n": 1 << 20}]
-    with Evaluator(task, EvaluationConfig(timeout_s=60), device="cpu", secret=3) as ev:
+    with Evaluator(task, SETTINGS, device="cpu", **shared_workers(SETTINGS), secret=3) as ev:
         r = ev.evaluate(Candidate.from_file(ROOT / "evo/tasks/vector_add/known_better.py"))
     assert r.status is Status.UNSAFE and "speed-of-light" in r.reason and "modelled" in r.reason
     honest = task_with("vector_add", [{"n": 1 << 20}])
-    with Evaluator(honest, EvaluationConfig(timeout_s=60), device="cpu", secret=3) as ev:
+    with Evaluator(honest, SETTINGS, device="cpu", **shared_workers(SETTINGS), secret=3) as ev:
         assert ev.evaluate(Candidate.from_file(ROOT / "evo/tasks/vector_add/known_better.py")).ok
 
 

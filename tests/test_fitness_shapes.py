@@ -19,7 +19,7 @@ from fitness.evaluate import Evaluator
 from fitness.latency.result import LatencyResult
 from fitness.latency.shapes import combine, geomean
 
-from .conftest import ROOT
+from .conftest import ROOT, SharedWorkers
 
 A, B = {"rows": 64, "cols": 1024}, {"rows": 16, "cols": 4096}
 ONE_PASS = (ROOT / "tests" / "candidates" / "softmax" / "one_pass.py").read_text()
@@ -89,16 +89,16 @@ def small(bench: list[dict[str, int]], weights: list[float] | None):
     return task
 
 
-def evaluate(task: NativeTask, source: str) -> Evaluation:
+def evaluate(task: NativeTask, source: str, workers: SharedWorkers) -> Evaluation:
     settings = EvaluationConfig(device="cpu", latency=LatencyMode.MODEL, timeout_s=120)
-    with Evaluator(task, settings, device="cpu", secret=7) as ev:
+    with Evaluator(task, settings, device="cpu", secret=7, **workers(settings)) as ev:
         return ev.evaluate(Candidate.from_source(source))
 
 
-def test_a_weighted_campaign_fitness_is_the_geomean_of_what_each_size_alone_models():
-    both = evaluate(small([A, B], [3, 1]), ONE_PASS)
-    alone_a = evaluate(small([A], None), ONE_PASS)
-    alone_b = evaluate(small([B], None), ONE_PASS)
+def test_a_weighted_campaign_fitness_is_the_geomean_of_what_each_size_alone_models(shared_workers):
+    both = evaluate(small([A, B], [3, 1]), ONE_PASS, shared_workers)
+    alone_a = evaluate(small([A], None), ONE_PASS, shared_workers)
+    alone_b = evaluate(small([B], None), ONE_PASS, shared_workers)
     assert both.ok and alone_a.ok and alone_b.ok, (both.reason, alone_a.reason, alone_b.reason)
     a, b = alone_a.latency_ms, alone_b.latency_ms
     assert a is not None and b is not None
@@ -110,10 +110,10 @@ def test_a_weighted_campaign_fitness_is_the_geomean_of_what_each_size_alone_mode
         math.exp((3 * math.log(alone_a.speedups["seed"]) + math.log(alone_b.speedups["seed"])) / 4), rel=1e-6)
 
 
-def test_a_kernel_wrong_only_at_a_weighted_size_fails_though_the_first_size_alone_passes():
-    first_only = evaluate(small([A, B], None), CAPPED)
+def test_a_kernel_wrong_only_at_a_weighted_size_fails_though_the_first_size_alone_passes(shared_workers):
+    first_only = evaluate(small([A, B], None), CAPPED, shared_workers)
     assert first_only.ok, first_only.reason  # fitness at A alone: right there (B is checked only when verified)
-    weighted = evaluate(small([A, B], [1, 1]), CAPPED)
+    weighted = evaluate(small([A, B], [1, 1]), CAPPED, shared_workers)
     assert weighted.status is Status.WRONG_OUTPUT, weighted.reason
     assert str(B) in weighted.reason or '"cols":4096' in weighted.reason.replace(" ", "")
 

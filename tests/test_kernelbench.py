@@ -18,14 +18,16 @@ from evo.contracts.verdict import Evaluation
 from fitness.evaluate import Evaluator
 from fitness.latency.cuda import task_info
 
-from .conftest import candidate
+from .conftest import SharedWorkers, candidate
 
 KB = Path(__file__).resolve().parent / "kernelbench"
 
 
-def verdicts(task: KernelBenchTask, *sources: str, level: str = "verified") -> list[Evaluation]:
-    """Each source evaluated as a candidate of `task` on the CPU, in one evaluator."""
-    with Evaluator(task, EvaluationConfig(timeout_s=60), device="cpu") as ev:
+def verdicts(workers: SharedWorkers, task: KernelBenchTask, *sources: str, level: str = "verified"
+             ) -> list[Evaluation]:
+    """Each source evaluated as a candidate of `task` on the CPU, in one evaluator (on the session's workers)."""
+    settings = EvaluationConfig(timeout_s=60)
+    with Evaluator(task, settings, device="cpu", **workers(settings)) as ev:
         return [ev.evaluate(Candidate.from_source(src), level=level) for src in sources]
 
 
@@ -68,16 +70,17 @@ def test_state_dict_tensors_follow_the_inputs_and_are_redrawn():
 
 @pytest.mark.parametrize("name", ["softmax", "layernorm", "cross_entropy", "argmax", "matmul_bf16", "gelu",
                                   "batchnorm", "tanh", "scalar"])
-def test_kernelbench_seeds_pass(name):
+def test_kernelbench_seeds_pass(name, shared_workers):
     task = task_from(name)
     assert task.seed_source is not None
-    [result] = verdicts(task, task.seed_source)
+    [result] = verdicts(shared_workers, task, task.seed_source)
     assert result.ok, result.reason
 
 
-def test_a_kernel_that_assumes_default_weights_is_rejected():
+def test_a_kernel_that_assumes_default_weights_is_rejected(shared_workers):
     task = task_from("layernorm")
-    with Evaluator(task, EvaluationConfig(timeout_s=30), device="cpu") as ev:
+    settings = EvaluationConfig(timeout_s=30)
+    with Evaluator(task, settings, device="cpu", **shared_workers(settings)) as ev:
         result = ev.evaluate(candidate("layernorm_ignores_weights"))
     assert not result.ok and "outside tolerance" in result.reason
 
@@ -99,11 +102,11 @@ def test_the_ties_distribution_repeats_values_of_the_draw_itself_within_its_rang
     assert float(_tied(positive, torch.Generator().manual_seed(1)).min()) >= 0.5
 
 
-def test_an_argmax_that_keeps_the_last_of_equal_maxima_is_wrong_only_where_inputs_tie():
+def test_an_argmax_that_keeps_the_last_of_equal_maxima_is_wrong_only_where_inputs_tie(shared_workers):
     """torch.argmax returns the first maximal index; `>=` returns the last. Continuous draws never tie,
     so only the `ties` distribution tells them apart, and the verdict names it."""
     task, last = seed_edited("argmax", "take = v > best", "take = v >= best")
-    [result] = verdicts(task, last)
+    [result] = verdicts(shared_workers, task, last)
     assert result.status.value == "wrong_output", result.reason
     assert "(ties)" in result.reason and "must match exactly" in result.reason, result.reason
 
@@ -119,38 +122,38 @@ def test_a_problem_whose_reference_orders_ties_arbitrarily_is_not_checked_on_tie
     assert [c.dist for c in task.cases(draws=1)] == ["as_given", "wide"]
 
 
-def test_a_launch_that_takes_other_arguments_is_told_what_it_is_called_with():
+def test_a_launch_that_takes_other_arguments_is_told_what_it_is_called_with(shared_workers):
     """A launch that expects one argument more than it gets fails on its call, and the verdict lists what
     launch receives: the forward inputs, the Model's state tensors, the outputs, the params."""
     task, one_more = seed_edited("layernorm", "def launch(x, weight, bias, y, *, BLOCK):",
                                  "def launch(x, weight, bias, eps, y, *, BLOCK):")
-    [result] = verdicts(task, one_more)
+    [result] = verdicts(shared_workers, task, one_more)
     assert result.status.value == "compile_error" and "TypeError: launch()" in result.reason, result.reason
     assert ("launch is called with 3 input(s) [float32 [2, 3, 5, 7], float32 [3, 5, 7], float32 [3, 5, 7]], "
             "then 1 output(s) to write [float32 [2, 3, 5, 7]], then the params as keywords [BLOCK]") in result.reason
 
 
-def test_a_gelu_with_the_tanh_approximation_is_not_the_exact_gelu_of_the_reference():
+def test_a_gelu_with_the_tanh_approximation_is_not_the_exact_gelu_of_the_reference(shared_workers):
     """The seed's libdevice erf runs in the interpreter (`fitness.sandbox.interp_libdevice`); the tanh
     approximation, 5e-4 off, is rejected at float32's tolerance."""
     task, tanh = seed_edited("gelu", "libdevice.erf(x * 0.7071067811865476)",
                              "libdevice.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))")
-    [result] = verdicts(task, tanh)
+    [result] = verdicts(shared_workers, task, tanh)
     assert result.status.value == "wrong_output" and "outside tolerance" in result.reason, result.reason
 
 
-def test_a_libdevice_function_costs_the_model_what_the_same_triton_op_costs():
+def test_a_libdevice_function_costs_the_model_what_the_same_triton_op_costs(shared_workers):
     """libdevice.erf runs through the interpreter's builder (`create_erf`), so the latency model counts it
     as it counts tl.math.erf: moving math into libdevice makes no kernel cheaper on paper."""
     task, native = seed_edited("gelu", "libdevice.erf(", "tl.math.erf(")
-    with_libdevice, with_tl = verdicts(task, str(task.seed_source), native, level="full")
+    with_libdevice, with_tl = verdicts(shared_workers, task, str(task.seed_source), native, level="full")
     assert with_libdevice.ok and with_tl.ok, (with_libdevice.reason, with_tl.reason)
     mine, theirs = with_libdevice.latency_detail["launches"][0], with_tl.latency_detail["launches"][0]
     assert mine["terms_us"]["sfu"] > 0 and mine["terms_us"] == theirs["terms_us"], (mine, theirs)
     assert mine["other_flops"] == theirs["other_flops"]
 
 
-def test_a_libdevice_function_without_a_triton_op_costs_the_model_more_than_one_op():
+def test_a_libdevice_function_without_a_triton_op_costs_the_model_more_than_one_op(shared_workers):
     """libdevice.tanh has no builder op of its own: the model charges it the special-function and float
     ops of libdevice's implementation (`LIBDEVICE_COSTS`), in the range of the same tanh written with
     tl.exp and a division, where it used to be one float op and no special-function op at all."""
@@ -159,7 +162,7 @@ def test_a_libdevice_function_without_a_triton_op_costs_the_model_more_than_one_
     # 1 - exp(-2|x|) cancels for tiny x (it is 0 at 1e-12, where tanh is 1e-12): the special values' tiny
     # magnitudes refuse the formula, which is here for its cost only
     task.dist_opt_out["tiny"] = "the written-out formula loses tiny inputs to cancellation; compared for cost only"
-    with_libdevice, written_out = verdicts(task, str(task.seed_source), formula, level="full")
+    with_libdevice, written_out = verdicts(shared_workers, task, str(task.seed_source), formula, level="full")
     assert with_libdevice.ok and written_out.ok, (with_libdevice.reason, written_out.reason)
     mine, theirs = with_libdevice.latency_detail["launches"][0], written_out.latency_detail["launches"][0]
     elements = 16 * 4096
@@ -167,7 +170,7 @@ def test_a_libdevice_function_without_a_triton_op_costs_the_model_more_than_one_
     assert 0.5 <= mine["terms_us"]["sfu"] / theirs["terms_us"]["sfu"] <= 1.0, (mine, theirs)
 
 
-def test_a_model_runs_in_training_mode_as_kernelbench_runs_it_unless_the_config_says_eval(tmp_path):
+def test_a_model_runs_in_training_mode_as_kernelbench_runs_it_unless_the_config_says_eval(tmp_path, shared_workers):
     """KernelBench's harness never calls eval(): its BatchNorm normalizes with the batch's statistics (the
     seed does; `test_kernelbench_seeds_pass` runs it, a 0-d step counter among its inputs). A kernel that
     uses the running statistics is right only in eval mode, and the seed only in training mode; the
@@ -177,9 +180,9 @@ def test_a_model_runs_in_training_mode_as_kernelbench_runs_it_unless_the_config_
     evaluated = build_task(config, KB)
     assert isinstance(evaluated, KernelBenchTask) and train.seed_source is not None
     running = (KB / "seeds" / "batchnorm_running_stats.py").read_text()
-    [running_in_train] = verdicts(train, running, level="quick")
+    [running_in_train] = verdicts(shared_workers, train, running, level="quick")
     assert running_in_train.status.value == "wrong_output", running_in_train.reason
-    running_in_eval, seed_in_eval = verdicts(evaluated, running, train.seed_source, level="quick")
+    running_in_eval, seed_in_eval = verdicts(shared_workers, evaluated, running, train.seed_source, level="quick")
     assert running_in_eval.ok, running_in_eval.reason
     assert seed_in_eval.status.value == "wrong_output", seed_in_eval.reason
     text = train.definition_text()
@@ -232,7 +235,7 @@ def test_model_mode_is_for_kernelbench_problems_only():
         TaskConfig(name="softmax", model_mode="eval")
 
 
-def test_a_number_among_the_forward_inputs_reaches_launch_as_a_0d_tensor_and_is_widened_too(tmp_path):
+def test_a_number_among_the_forward_inputs_reaches_launch_as_a_0d_tensor_and_is_widened_too(tmp_path, shared_workers):
     """5_Matrix_scalar_multiplication's get_inputs() returns [A, 3.14]: launch gets s as a 0-d float32
     tensor, the reference the number; the wide draws scale it as they scale A, so a kernel that wrote
     3.14 in is wrong there."""
@@ -245,7 +248,8 @@ def test_a_number_among_the_forward_inputs_reaches_launch_as_a_0d_tensor_and_is_
     assert task_info(task, case.size)["scalars"] == [1] and task_info(task, case.size)["mode"] == "train"
     assert task.bytes_moved({"M": 4, "N": 8}) == 2 * 4 * 8 * 4  # A and C; the number is no traffic
     assert task.seed_source is not None
-    [hardcoded] = verdicts(task, task.seed_source.replace("s = tl.load(s_ptr)", "s = 3.14"), level="full")
+    hardcoded_source = task.seed_source.replace("s = tl.load(s_ptr)", "s = 3.14")
+    [hardcoded] = verdicts(shared_workers, task, hardcoded_source, level="full")
     assert hardcoded.status.value == "wrong_output" and "(wide)" in hardcoded.reason, hardcoded.reason
     (tmp_path / "text.py").write_text((KB / "5_Matrix_scalar_multiplication.py").read_text().replace(
         "s = 3.14", "s = 'x'"))

@@ -49,13 +49,14 @@ def test_a_config_without_a_seed_starts_from_the_shipped_one(tmp_path):
 
 
 @pytest.mark.parametrize("problem", LEVEL1, ids=[p.stem for p in LEVEL1])
-def test_the_shipped_seed_passes_on_kernelbench_s_own_file_at_the_sizes_init_picks(problem):
+def test_the_shipped_seed_passes_on_kernelbench_s_own_file_at_the_sizes_init_picks(problem, shared_workers):
     sizes = kernelbench_sizes(problem, "cpu")
     task = KernelBenchTask(problem, check_sizes=sizes["check"], bench_sizes=sizes["bench"], dtype="float32",
                            redraw_params=True)
     seed = shipped_seed(problem)
     assert seed is not None
-    with Evaluator(task, EvaluationConfig(timeout_s=120), device="cpu") as ev:
+    settings = EvaluationConfig(timeout_s=120)
+    with Evaluator(task, settings, device="cpu", **shared_workers(settings)) as ev:
         verdict = ev.evaluate(Candidate.from_source(seed.read_text()), level="full")
     assert verdict.ok, verdict.reason
 

@@ -178,10 +178,11 @@ def test_each_known_better_kernel_is_modelled_faster_than_its_seed(model: Model,
     assert fast.speedups["seed"] == pytest.approx(slow.latency_ms / fast.latency_ms)
 
 
-def test_the_head_blocked_split_cache_mla_kernel_is_modelled_well_above_the_seed():
+def test_the_head_blocked_split_cache_mla_kernel_is_modelled_well_above_the_seed(shared_workers):
     """Issue 7, through the evaluator as a campaign on a CPU sees it: checked, then modelled."""
     task = small_task("mla_decode")
-    with Evaluator(task, EvaluationConfig(timeout_s=120), device="cpu") as ev:
+    settings = EvaluationConfig(timeout_s=120)
+    with Evaluator(task, settings, device="cpu", **shared_workers(settings)) as ev:
         result = ev.evaluate(Candidate.from_file(ROOT / "evo/tasks/mla_decode/known_better.py"))
     assert result.status is Status.OK, result.reason
     assert result.latency_source is LatencySource.MODEL

@@ -52,11 +52,12 @@ H100 = PROFILES["h100"]
 
 
 @pytest.fixture(scope="module")
-def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Island, list[str]]]:
+def campaign(tmp_path_factory: pytest.TempPathFactory, shared_workers) -> Iterator[tuple[Island, list[str]]]:
     """A 3-generation island run with the llm mutator; the user messages of its three requests."""
     task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     task.bench_sizes = [{"rows": 64, "cols": 1024}]  # 64 programs: fewer than the H100's 132 SMs
-    evaluator = Evaluator(task, EvaluationConfig(timeout_s=120.0, memory_mb=2048), device="cpu")
+    settings = EvaluationConfig(timeout_s=120.0, memory_mb=2048)
+    evaluator = Evaluator(task, settings, device="cpu", **shared_workers(settings))
     mp = pytest.MonkeyPatch()
     mp.setenv(KEY_ENV, "test-key")
     try:

@@ -127,7 +127,7 @@ def test_no_site_where_the_split_could_change_the_result(case):
     assert _split(source) is None
 
 
-def test_a_row_sum_kernel_gets_a_second_axis_and_passes_the_checker(tmp_path: Path):
+def test_a_row_sum_kernel_gets_a_second_axis_and_passes_the_checker(tmp_path: Path, shared_workers):
     split = _split(ROW_SUM)
     assert split is not None
     assert "grid = (x.shape[0], SPLIT)" in split.source
@@ -136,7 +136,8 @@ def test_a_row_sum_kernel_gets_a_second_axis_and_passes_the_checker(tmp_path: Pa
     (tmp_path / "task.py").write_text(ROW_SUM_TASK)
     (tmp_path / "seed.py").write_text(ROW_SUM)
     task = NativeTask(tmp_path)
-    with Evaluator(task, EvaluationConfig(timeout_s=120, latency=LatencyMode.OFF), device="cpu") as ev:
+    settings = EvaluationConfig(timeout_s=120, latency=LatencyMode.OFF)
+    with Evaluator(task, settings, device="cpu", **shared_workers(settings)) as ev:
         for split_count in (4, 64):  # 64: most programs find no iteration (9 at most) and add zero
             result = ev.evaluate(split.with_params(SPLIT=split_count))
             assert result.status is Status.OK, result.reason
@@ -146,13 +147,14 @@ def test_a_row_sum_kernel_gets_a_second_axis_and_passes_the_checker(tmp_path: Pa
         assert refused.status is Status.UNSAFE and "nothing in this call of launch has written" in refused.reason
 
 
-def test_the_split_reduction_seed_is_right_and_faster_in_the_model():
+def test_the_split_reduction_seed_is_right_and_faster_in_the_model(shared_workers):
     task = NativeTask(TASK_LIBRARY / "reduction")
     task.bench_sizes = [{"n": 1 << 16}]  # one program over 2^26 elements is too slow for the interpreter
     seed = Candidate.from_source(task.seed_source or "")
     split = _split(task.seed_source or "")
     assert split is not None
-    with Evaluator(task, EvaluationConfig(timeout_s=300, latency=LatencyMode.MODEL), device="cpu") as ev:
+    settings = EvaluationConfig(timeout_s=300, latency=LatencyMode.MODEL)
+    with Evaluator(task, settings, device="cpu", **shared_workers(settings)) as ev:
         before, after = ev.evaluate(seed), ev.evaluate(split.with_params(SPLIT=64))
     assert before.status is Status.OK and after.status is Status.OK, after.reason
     assert before.latency_ms is not None and after.latency_ms is not None

@@ -45,15 +45,16 @@ BROKEN = "```python\nimport triton\ndef launch(x, y:\n    pass\n```"
 
 
 @pytest.fixture(scope="module")
-def evaluators() -> Iterator[dict[str, tuple[Task, Evaluator]]]:
+def evaluators(shared_workers) -> Iterator[dict[str, tuple[Task, Evaluator]]]:
     """One evaluator per task with the default latency source (on this CPU: the model), at bench sizes
     small enough that an island's new best can be verified in full in the interpreter (at the library's
     4096^3 no matmul could be, and no island could adopt one)."""
     out: dict[str, tuple[Task, Evaluator]] = {}
+    settings = EvaluationConfig(timeout_s=120.0, memory_mb=2048)
     for name in ("softmax", "matmul"):
         task = NativeTask(ROOT / "evo" / "tasks" / name)
         task.bench_sizes = [BENCH[name]]
-        out[name] = (task, Evaluator(task, EvaluationConfig(timeout_s=120.0, memory_mb=2048), device="cpu"))
+        out[name] = (task, Evaluator(task, settings, device="cpu", **shared_workers(settings)))
     yield out
     for _, ev in out.values():
         ev.close()

@@ -62,12 +62,12 @@ def _reply(name: str) -> Candidate:
     return Candidate.from_source(source)
 
 
-def test_a_grouping_wrong_only_past_one_tile_and_off_the_bench_size_fails_at_the_size_between(matmul):
+def test_a_grouping_wrong_only_past_one_tile_and_off_the_bench_size_fails_at_the_size_between(matmul, shared_workers):
     """GROUP_COUNT assumes every group of output rows is full: right when the grid has one row of
     tiles (every check size, with 128-row tiles) and when the rows divide into groups (1024 = 8 x 128),
     wrong at 129..1023 rows with more than one column of tiles, where tiles are never written."""
     settings = EvaluationConfig(timeout_s=120, verify_timeout_s=300, latency=LatencyMode.OFF)
-    with Evaluator(matmul, settings, device="cpu", secret=7) as ev:
+    with Evaluator(matmul, settings, device="cpu", secret=7, **shared_workers(settings)) as ev:
         wrong = _reply("GROUP_COUNT").with_params(BN=128)
         assert ev.evaluate(wrong, level=FULL).ok  # the check sizes cannot see it
         [bench] = matmul.bench_cases(7)
@@ -83,7 +83,7 @@ def test_a_grouping_wrong_only_past_one_tile_and_off_the_bench_size_fails_at_the
         assert "verified in full at 1 bench size(s) and 1 size(s) between the check and bench sizes" in right.reason
 
 
-def test_a_size_the_tasks_reference_refuses_is_skipped_and_named_not_failed(matmul, monkeypatch):
+def test_a_size_the_tasks_reference_refuses_is_skipped_and_named_not_failed(matmul, monkeypatch, shared_workers):
     real = matmul.case_data
     odd = {c.size_json for c in matmul.odd_cases(3)}
 
@@ -94,7 +94,7 @@ def test_a_size_the_tasks_reference_refuses_is_skipped_and_named_not_failed(matm
 
     monkeypatch.setattr(matmul, "case_data", reference_limited_to_known_sizes)
     settings = EvaluationConfig(timeout_s=120, verify_timeout_s=300, latency=LatencyMode.OFF)
-    with Evaluator(matmul, settings, device="cpu", secret=3) as ev:
+    with Evaluator(matmul, settings, device="cpu", secret=3, **shared_workers(settings)) as ev:
         verdict = ev.evaluate(_reply("GROUPED"), level=VERIFIED)
     assert verdict.ok, verdict.reason
     assert "the task's reference does not run at" in verdict.reason and next(iter(odd)) in verdict.reason

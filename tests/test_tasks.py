@@ -29,7 +29,7 @@ CPU_WORKLOAD = {"attention": "bert-base", "attention_causal": "gpt2-short", "mla
 
 
 @pytest.mark.parametrize("name", library_tasks())
-def test_library_task_is_sound(name):
+def test_library_task_is_sound(name, shared_workers):
     task = NativeTask(TASK_LIBRARY / name)
     if name in CPU_WORKLOAD:
         defaults = task.bench_sizes
@@ -44,6 +44,7 @@ def test_library_task_is_sound(name):
     assert task.seed_source is not None
     # the naive attention seeds hold an 8 GiB scores tensor at the bench size: past the default ceiling
     # on the bench-size address space (docs/concepts/latency.md), within this machine's memory
-    with Evaluator(task, EvaluationConfig(timeout_s=60, profile_memory_mb=12288), device="cpu") as ev:
+    settings = EvaluationConfig(timeout_s=60, profile_memory_mb=12288)
+    with Evaluator(task, settings, device="cpu", **shared_workers(settings)) as ev:
         result = ev.evaluate(Candidate.from_source(task.seed_source))
     assert result.ok, result.reason

@@ -23,11 +23,12 @@ def cand(path: str) -> Candidate:
 
 
 @pytest.fixture(scope="module")
-def softmax() -> Iterator[Evaluator]:
+def softmax(shared_workers) -> Iterator[Evaluator]:
     task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     task.check_sizes = [{"rows": 1, "cols": 1}, {"rows": 3, "cols": 17}, {"rows": 2, "cols": 2053}]
     task.bench_sizes = [{"rows": 32, "cols": 1024}]
-    with Evaluator(task, EvaluationConfig(timeout_s=120.0, memory_mb=1024), device="cpu", secret=7) as ev:
+    settings = EvaluationConfig(timeout_s=120.0, memory_mb=1024)
+    with Evaluator(task, settings, device="cpu", secret=7, **shared_workers(settings)) as ev:
         yield ev
 
 
@@ -55,14 +56,14 @@ def test_a_path_the_gpu_compiler_refuses_at_check_sizes_only_is_a_compile_error_
     assert twin.ok and "kernel specializations the check ran compile for the GPU" in twin.reason, twin.reason
 
 
-def test_a_sample_that_compares_too_little_is_profiled_again_in_full_not_replaced_by_another_run():
+def test_a_sample_that_compares_too_little_is_profiled_again_in_full_not_replaced_by_another_run(shared_workers):
     # every loop of the seed (512 columns in 128-wide chunks) is longer than the sample runs in full, so the
     # sampled programs compare nothing: the same profiled run is redone with every program, and every
     # element of its output compared; its counts are the latency's
     settings = EvaluationConfig(timeout_s=60, profile_full_loop=3, profile_full_iterations=1)
     task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
     task.bench_sizes = [{"rows": 16, "cols": 512}]
-    with Evaluator(task, settings, device="cpu", secret=3) as ev:
+    with Evaluator(task, settings, device="cpu", secret=3, **shared_workers(settings)) as ev:
         r = ev.evaluate(Candidate.from_file(ROOT / "evo/tasks/softmax/seed.py"))
     assert r.ok and r.latency_ms is not None, r.reason
     verification = r.latency_detail["verification"]

@@ -136,12 +136,12 @@ def test_the_bench_tag_keeps_workloads_and_overridden_sizes_apart_from_the_task_
     assert reference_of(summary(other.bench_tag), sweeps) is None
 
 
-def test_a_workload_fitness_models_every_shape_with_its_weight(tmp_path):
+def test_a_workload_fitness_models_every_shape_with_its_weight(tmp_path, shared_workers):
     task = build_task(TaskConfig(name="vector_add", workload="llm-residual",
                                  sizes=SizesConfig(check=[{"n": 1}, {"n": 17}, {"n": 1000}])), tmp_path)
     settings = EvaluationConfig(device="cpu", latency=LatencyMode.MODEL, timeout_s=120)
     assert task.seed_source is not None
-    with Evaluator(task, settings, device="cpu", secret=3) as ev:
+    with Evaluator(task, settings, device="cpu", secret=3, **shared_workers(settings)) as ev:
         r = ev.evaluate(Candidate.from_source(task.seed_source))
     assert r.ok and r.latency_ms is not None, r.reason
     shapes = r.latency_detail["shapes"]

@@ -36,14 +36,16 @@ class LatencyStage:
     """Latency of passing candidates: measured on CUDA, modelled otherwise (see module docstring); at
     every bench size the task weighs, combined (`fitness.latency.shapes`), else at its first."""
 
-    def __init__(self, task: Task, settings: EvaluationConfig, *, device: str, worker: Worker, secret: int = 0,
-                 bench_check: BenchCheck | None = None) -> None:
-        """`secret` seeds the model's bench inputs and program samples; `bench_check` runs a candidate in
-        full at a bench size (see `fitness.latency.model`)."""
+    def __init__(self, task: Task, settings: EvaluationConfig, *, device: str, worker: Worker,
+                 compiler: Worker | None = None, secret: int = 0, bench_check: BenchCheck | None = None) -> None:
+        """`compiler`: a shared compile worker for the model (else the model starts its own); `secret` seeds
+        the model's bench inputs and program samples; `bench_check` runs a candidate in full at a bench
+        size (see `fitness.latency.model`)."""
         self.task = task
         self.settings = settings
         self.device = device
         self.worker = worker
+        self.compiler = compiler
         self.secret = secret
         self.bench_check = bench_check
         self.sizes = task.fitness_sizes()  # (bench size index, weight)
@@ -78,7 +80,8 @@ class LatencyStage:
             first = next(iter(self._modelled.values()), None)
             interp = self.worker if on_cpu else getattr(first, "interp", None)
             self._modelled[index] = ModelLatency(
-                self.task, self.settings, interp_worker=interp, compile_worker=getattr(first, "compiler", None),
+                self.task, self.settings, interp_worker=interp,
+                compile_worker=getattr(first, "compiler", None) or self.compiler,
                 secret=self.secret, index=index)
         return self._modelled[index]
 
