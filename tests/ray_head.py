@@ -105,7 +105,7 @@ class RayHead:
             env["RAY_AUTH_MODE"] = "disabled"  # no token file written to (or read from) the home directory
         return env
 
-    def start(self, timeout: float = 120.0) -> RayHead:
+    def start(self, timeout: float = 300.0) -> RayHead:
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT,
                                          env={**self.env(), **self.system},
@@ -196,7 +196,7 @@ class RayNode:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = Path(self.tmp) / "node.log"
 
-    def start(self, timeout: float = 120.0) -> RayNode:
+    def start(self, timeout: float = 300.0) -> RayNode:
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env,
                                          start_new_session=True)
