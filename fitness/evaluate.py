@@ -95,12 +95,10 @@ class Evaluator:
         self.device = detect_device() if wanted == "auto" else wanted
         self.static_lint = static_lint
         self._own_worker = worker is None
-        self.worker = worker or Worker(device=self.device, memory_mb=settings.memory_mb,
-                                       bench_memory_mb=settings.profile_memory_mb, isolation=settings.isolation)
+        self.worker = worker or Worker.evaluating(settings, self.device)
         self.worker.start()  # overlap the worker's imports with the caller's work
         self.latency = LatencyStage(task, settings, device=self.device, worker=self.worker, compiler=compiler,
                                     secret=self.secret, bench_check=self._bench_check)
-        self._shared_compiler = compiler
         self._own_compiler: Worker | None = None
 
     def isolation(self) -> tuple[str, list[str]]:
@@ -194,13 +192,13 @@ class Evaluator:
                                f"{between}{unrun}{compiled}")
 
     def _compiler(self) -> Worker:
-        """A compile worker (no interpreter, no GPU): the latency model's, else one of this evaluator's."""
-        shared = self.latency.compile_worker() or self._shared_compiler
+        """A compile worker (no interpreter, no GPU): the latency model's or the shared one, else one of this
+        evaluator's."""
+        shared = self.latency.compile_worker()
         if shared is not None:
             return shared
         if self._own_compiler is None:
-            self._own_compiler = Worker(compile_only=True, memory_mb=self.settings.memory_mb,
-                                        isolation=self.settings.isolation)
+            self._own_compiler = Worker.compiling(self.settings)
         return self._own_compiler
 
     def _odd_cases(self) -> tuple[list[Case], list[str]]:

@@ -46,8 +46,7 @@ class Preparer:
         self.task, self.settings, self.device = task, settings, device
         self.worker: Worker | None = None
         if device == "cuda":
-            self.worker = Worker(device=device, memory_mb=settings.memory_mb,
-                                 bench_memory_mb=settings.profile_memory_mb, isolation=settings.isolation)
+            self.worker = Worker.evaluating(settings, device)
             self.worker.start()
 
     def prepare(self, candidate: Candidate, level: str) -> Prepared:

@@ -74,10 +74,7 @@ class SharedWorkers:
         """`Evaluator(..., **shared_workers(settings))`: the interpreter worker and compile worker for `settings`."""
         key = (settings.memory_mb, settings.profile_memory_mb, settings.isolation)
         if key not in self._pairs:
-            self._pairs[key] = (
-                Worker(device="cpu", memory_mb=settings.memory_mb, bench_memory_mb=settings.profile_memory_mb,
-                       isolation=settings.isolation),
-                Worker(compile_only=True, memory_mb=settings.memory_mb, isolation=settings.isolation))
+            self._pairs[key] = (Worker.evaluating(settings, "cpu"), Worker.compiling(settings))
         worker, compiler = self._pairs[key]
         return WorkerPair(worker=worker, compiler=compiler)
 

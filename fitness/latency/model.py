@@ -77,10 +77,8 @@ class ModelLatency:
         self.index = index  # which bench size this instance models
         self.size = dict(task.bench_sizes[index])
         self._own = [w is None for w in (interp_worker, compile_worker)]
-        self.interp = interp_worker or Worker(device="cpu", memory_mb=settings.memory_mb,
-                                              bench_memory_mb=settings.profile_memory_mb, isolation=settings.isolation)
-        self.compiler = compile_worker or Worker(compile_only=True, memory_mb=settings.memory_mb,
-                                                 isolation=settings.isolation)
+        self.interp = interp_worker or Worker.evaluating(settings, "cpu")
+        self.compiler = compile_worker or Worker.compiling(settings)
         self.compiler.start()
         self.interp.start()
         self.cache: dict[str, LatencyResult] = {}

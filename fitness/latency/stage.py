@@ -117,9 +117,9 @@ class LatencyStage:
         return combine(parts)
 
     def compile_worker(self) -> Worker | None:
-        """The compile worker of the latency model (no interpreter, no GPU), when it has one."""
+        """The compile worker of the latency model (no interpreter, no GPU), else the shared one given, if any."""
         if self.source is not LatencySource.MODEL:
-            return None
+            return self.compiler
         return getattr(self._model_source(self.sizes[0][0]), "compiler", None)
 
     def close(self) -> None:

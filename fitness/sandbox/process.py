@@ -30,11 +30,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evo.contracts.verdict import Status
 from fitness.sandbox import protocol
 from fitness.sandbox.forkserver import EXIT_NOISE
+
+if TYPE_CHECKING:
+    from evo.contracts.config import EvaluationConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _ENV_ALLOWED = {
@@ -188,6 +191,17 @@ class Worker:
         self.cpu_budget = self.device == "cpu"  # timeouts in CPU seconds (`_await_answer`): the interpreter's work
         self._lock = threading.RLock()  # held by a request, a start, a kill: the process and its channel
         self._closed = False
+
+    @classmethod
+    def evaluating(cls, settings: EvaluationConfig, device: str) -> Worker:
+        """An evaluation worker on `device` with the memory caps and isolation of `settings`."""
+        return cls(device=device, memory_mb=settings.memory_mb, bench_memory_mb=settings.profile_memory_mb,
+                   isolation=settings.isolation)
+
+    @classmethod
+    def compiling(cls, settings: EvaluationConfig) -> Worker:
+        """A compile worker (no interpreter, no GPU) with the memory cap and isolation of `settings`."""
+        return cls(compile_only=True, memory_mb=settings.memory_mb, isolation=settings.isolation)
 
     @property
     def pid(self) -> int | None:
