@@ -173,7 +173,7 @@ def test_the_sample_follows_a_secret_recorded_in_the_verdict(shared_workers):
 
 @pytest.mark.parametrize("name", ["meta_small_tiles", "meta_raises"])
 def test_the_compiler_sees_what_ran_not_what_launch_does_on_meta_tensors(softmax: Evaluator, name: str,
-                                                                           shared_workers):
+                                                                        shared_workers):
     # asking for the device's type is a lint error now; below the lint (an internal hook), the compile
     # still sees what ran
     assert "x.device may only be passed as device=" in softmax.evaluate(gaming(name)).reason
