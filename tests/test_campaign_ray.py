@@ -229,37 +229,13 @@ def test_hung_crashing_and_killed_evaluators_give_verdicts_and_are_replaced(ray_
     assert "replaced by" in out.getvalue()
 
 
-def test_the_llm_prompt_of_a_real_campaign_names_the_target_gpu_and_its_figures(ray_cluster, tmp_path, monkeypatch):
-    """The real LLM mutator in island actors, against a fake OpenAI-compatible server: the prompt it
-    sends names the campaign's target GPU (a100 here) with its SM count, bandwidth and L2."""
-    from evo.contracts.gpus import get_profile
-    from mutators.factory import build_mutator
-
-    from .fakes.openai_server import FakeOpenAI, Reply
-    from .islands_fakes import fake_evaluator_factory
-
-    monkeypatch.setenv(LLM_KEY_ENV, "fake-key")  # the driver builds every mutator once before starting
-    with FakeOpenAI(responder=lambda body: Reply("no code in this reply")) as server:
-        config = write_config(tmp_path, evaluation={"device": "cpu", "timeout_s": 30, "target_gpu": "a100"},
-                              islands={"count": 1, "population": 1, "offspring": 1},
-                              mutators=[{"kind": "llm", "base_url": server.base_url, "api_key_env": LLM_KEY_ENV,
-                                         "retries": 0}],
-                              budget={"generations": 1})
-        hooks = CampaignHooks(mutator_factory=build_mutator, evaluator_factory=fake_evaluator_factory)
-        summary = campaign(config, hooks)[0].run()
-        prompts = [m["content"] for r in server.received for m in r.body["messages"] if m["role"] == "user"]
-    assert summary["status"] == "finished" and prompts
-    a100 = get_profile("a100")
-    hardware = prompts[0].split("## Target hardware", 1)[1].split("##", 1)[0]
-    assert a100.description in hardware and "108 SMs" in hardware and "2.04 TB/s" in hardware
-    assert "L2 40 MB" in hardware and "modelled" in hardware
-    assert "unspecified" not in hardware
-
-
 def test_llm_requests_that_fail_are_counted_and_said_in_the_progress_lines_and_the_summary(ray_cluster, tmp_path,
                                                                                  monkeypatch):
-    """The endpoint is down for its first requests, then answers: the campaign goes on, each failed
-    request is counted (progress line and summary.json) and named by its endpoint in events."""
+    """The real LLM mutator in island actors, against a fake OpenAI-compatible server that is down for its
+    first requests, then answers: the campaign goes on, each failed request is counted (progress line and
+    summary.json) and named by its endpoint in events; the prompts it sent name the campaign's target GPU
+    (a100 here) with its SM count, bandwidth and L2."""
+    from evo.contracts.gpus import get_profile
     from mutators.factory import build_mutator
 
     from .fakes.openai_server import FakeOpenAI, Reply
@@ -268,7 +244,8 @@ def test_llm_requests_that_fail_are_counted_and_said_in_the_progress_lines_and_t
     monkeypatch.setenv(LLM_KEY_ENV, "fake-key")
     down = [Reply("unavailable", status=503) for _ in range(2)]
     with FakeOpenAI([*down], responder=lambda body: Reply("no code in this reply")) as server:
-        config = write_config(tmp_path, islands={"count": 1, "population": 2, "offspring": 2},
+        config = write_config(tmp_path, evaluation={"device": "cpu", "timeout_s": 30, "target_gpu": "a100"},
+                              islands={"count": 1, "population": 2, "offspring": 2},
                               mutators=[{"kind": "llm", "base_url": server.base_url, "api_key_env": LLM_KEY_ENV,
                                          "retries": 0, "model": "down-model"}],
                               budget={"generations": 2})
@@ -276,7 +253,15 @@ def test_llm_requests_that_fail_are_counted_and_said_in_the_progress_lines_and_t
         c, out = campaign(config, hooks)
         summary = c.run()
         url = server.base_url
+        prompts = [m["content"] for r in server.received for m in r.body["messages"] if m["role"] == "user"]
     assert summary["status"] == "finished"
+    a100 = get_profile("a100")
+    for prompt in prompts:  # those that failed and those answered
+        hardware = prompt.split("## Target hardware", 1)[1].split("##", 1)[0]
+        assert a100.description in hardware and "108 SMs" in hardware and "2.04 TB/s" in hardware
+        assert "L2 40 MB" in hardware and "modelled" in hardware
+        assert "unspecified" not in hardware
+    assert len(prompts) >= 3
     assert summary["proposal_failures"]["llm_request_failed"] == 2
     assert summary["proposal_failures"]["no_candidate"] >= 1  # the replies after it came back had no code
     assert "llm_request_failed=2" in out.getvalue()

@@ -1,6 +1,6 @@
 """A campaign as users run it on a cluster, its head lost with its driver (both killed with SIGKILL), and
 the run resumed on a new head. (`ray job submit --working-dir .` placing one evaluator per GPU is
-tests/test_cluster_nodes.py's job, on three nodes; `evo run` starting its own Ray where there is no
+tests/test_docs_cluster.py's job, on a head and two GPU nodes; `evo run` starting its own Ray where there is no
 cluster is the README tour's, tests/test_init.py.)
 
 This machine has no CUDA: heads advertise GPUs (`--num-gpus`), so evaluator actors are placed one per
