@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evo.contracts import syntax
+
 ParamValue = int | float | bool | str
 Params = dict[str, ParamValue]
 
@@ -122,7 +124,7 @@ def parse_module(source: str) -> ast.Module:
     """The AST of a candidate module; a `CandidateError` saying why when Python cannot parse it
     (a syntax error, nesting too deep for the parser, a null byte)."""
     try:
-        return ast.parse(source)
+        return syntax.parse_module(source)
     except SyntaxError as e:
         raise CandidateError(f"syntax error at line {e.lineno}: {e.msg}") from None
     except (RecursionError, MemoryError):

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from evo.contracts.special_values import opt_outs
+from evo.contracts.syntax import parse_expression, parse_module
 from evo.contracts.task import BenchCase, Case, Size, Task, TaskError, Tensor, bench_case_from, one_line, size_key
 
 DISTS = ("as_given", "wide", "ties")
@@ -74,7 +75,7 @@ def _depends_on_mode(layer: Any) -> bool:
 def _literal(value: Any) -> ast.expr:
     if isinstance(value, list):
         value = tuple(value)
-    return ast.parse(repr(value), mode="eval").body
+    return parse_expression(repr(value)).body
 
 
 def _assigned_constants(tree: ast.Module) -> list[str]:
@@ -219,7 +220,7 @@ class KernelBenchTask(Task):
             raise TaskError(f"KernelBench file not found: {path}")
         self.source = self.path.read_text()
         try:
-            self.tree = ast.parse(self.source, filename=str(self.path))
+            self.tree = parse_module(self.source, str(self.path))
         except SyntaxError as e:
             raise TaskError(f"{self.path.name} line {e.lineno}: {e.msg}") from None
         defined = {n.name for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}

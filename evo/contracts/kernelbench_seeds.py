@@ -14,6 +14,8 @@ import ast
 import hashlib
 from pathlib import Path
 
+from evo.contracts.syntax import parse_module
+
 SEEDS = Path(__file__).resolve().parents[1] / "kernelbench_seeds"
 HEADER = "# kernelbench problem: "
 _PARTS = ("Model", "get_inputs", "get_init_inputs")
@@ -33,7 +35,7 @@ class _NoDocstrings(ast.NodeTransformer):
 
 def problem_fingerprint(source: str) -> str:
     """The fingerprint of a KernelBench problem's source (see the module docstring)."""
-    tree = ast.parse(source)
+    tree = parse_module(source)
     parts: list[str] = []
     constants: list[str] = []
     for node in tree.body:

@@ -25,6 +25,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from evo.contracts.syntax import parse_module
 from fitness.check.fixed import fixed_conditions, reachable
 
 STMT, TAKEN, NOT_TAKEN = 0, 1, 2
@@ -135,7 +136,7 @@ def points(tree: ast.Module) -> tuple[list[Point], dict[int, ast.If | ast.While]
 def unreached(source: str, seen: set[int]) -> list[Point]:
     """The required points of `source` that no check run reached (`seen`: probe keys), less those under
     the outcome of a fixed condition (`fixed_conditions`) that was never taken."""
-    tree = ast.parse(source)
+    tree = parse_module(source)
     found, branches = points(tree)
     dead: set[int] = set()
     for line in fixed_conditions(tree):

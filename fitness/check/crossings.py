@@ -21,6 +21,7 @@ import itertools
 import numpy as np
 
 from evo.contracts.candidate import Candidate
+from evo.contracts.syntax import parse_expression, parse_module
 from evo.contracts.task import Size, Task, size_key
 from fitness.check.change_points import DOMAIN, change_points, is_condition, outcomes
 from fitness.check.fixed import reachable
@@ -66,7 +67,7 @@ def compared(candidate: Candidate) -> list[Split]:
     """Every condition in the code ``launch`` reaches on a value not fixed for the candidate: each
     comparison and each boolean combination of them, solved for the one unknown where its arithmetic
     allows, else (a comparison with a fixed side) one past the fixed side."""
-    tree = ast.parse(candidate.source)
+    tree = parse_module(candidate.source)
     names = constants(candidate, tree)
     live = reachable(tree)
     out: list[Split] = []
@@ -108,7 +109,7 @@ def _is_index(text: str, assigned: dict[str, list[str]], seen: frozenset[str] = 
     take: rows 201 hold row 200), following local assignments."""
     if "program_id" in text or "arange" in text:
         return True
-    names = {n.id for n in ast.walk(ast.parse(text, mode="eval")) if isinstance(n, ast.Name)} - seen
+    names = {n.id for n in ast.walk(parse_expression(text)) if isinstance(n, ast.Name)} - seen
     return any(_is_index(v, assigned, seen | names) for n in names for v in assigned.get(n, []))
 
 

@@ -10,6 +10,7 @@ import ast
 from types import ModuleType
 from typing import Any
 
+from evo.contracts.syntax import parse_module
 from fitness.check.coverage import PROBE, instrument
 
 
@@ -25,7 +26,7 @@ class Probes:
         """Execute the candidate module from `source` (its file `filename`) with probes in its host functions
         (`fitness.sandbox.runner.Runner.load` calls this under the guard candidate code runs under)."""
         self.filename = filename
-        tree = instrument(ast.parse(source), kernel=False)
+        tree = instrument(parse_module(source), kernel=False)
         module.__dict__[PROBE] = self.seen.add  # a C method: a probe costs one call, no Python frame
         self._patch_interpreter()
         exec(compile(tree, self.filename, "exec"), module.__dict__)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from evo.contracts.candidate import Candidate
 from evo.contracts.odd_sizes import free_dimensions
+from evo.contracts.syntax import parse_module
 from evo.contracts.task import Size, Task
 
 LARGEST_THRESHOLD = 1 << 24
@@ -69,7 +70,7 @@ def constants(candidate: Candidate, tree: ast.Module) -> dict[str, int]:
 def thresholds(candidate: Candidate, lines: set[int]) -> tuple[list[int], list[int]]:
     """(thresholds named by the conditions of the ``if``/``while`` statements at `lines`, every other one),
     each sorted."""
-    tree = ast.parse(candidate.source)
+    tree = parse_module(candidate.source)
     names = constants(candidate, tree)
     near: set[int] = set()
     for stmt in ast.walk(tree):

@@ -15,8 +15,9 @@ proposal and is shown to the model in its next prompt.
 
 from __future__ import annotations
 
-import ast
 import re
+
+from evo.contracts.syntax import parse_module
 
 _EDIT = re.compile(r"<{5,9} ?SEARCH[^\n]*\n(.*?)\n?={5,9}[^\n]*\n(.*?)\n?>{5,9} ?REPLACE", re.DOTALL)
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
@@ -75,7 +76,7 @@ def apply_reply(current: str, reply: str) -> tuple[str, str]:
             raise ReplyError("the reply has neither a ```python module nor SEARCH/REPLACE blocks")
         new, how = module, "module"
     try:
-        ast.parse(new)
+        parse_module(new)
     except SyntaxError as e:
         raise ReplyError(f"the new module does not parse: line {e.lineno}: {e.msg}") from None
     if new.strip() == current.strip():

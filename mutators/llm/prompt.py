@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from evo.contracts.candidate import Candidate
 from evo.contracts.mutator_config import LLMConfig
 from evo.contracts.records import Individual
+from evo.contracts.syntax import parse_module
 from evo.contracts.task import Task
 from evo.contracts.verdict import Evaluation
 from evo.contracts.workload import weighted_shapes_text
@@ -86,7 +87,7 @@ def kernel_key(model: str, messages: Sequence[Mapping[str, str]]) -> str:
 def source_with_params(candidate: Candidate) -> str:
     """The module with its PARAMS literal showing the params this candidate actually runs with."""
     try:
-        tree = ast.parse(candidate.source)
+        tree = parse_module(candidate.source)
     except SyntaxError:
         return candidate.source
     for node in tree.body:

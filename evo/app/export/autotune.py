@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from evo.app.export.torch_op import ExportError
 from evo.contracts.candidate import Candidate, Params
+from evo.contracts.syntax import parse_expression, parse_module
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
@@ -156,7 +157,7 @@ def shape_picks(rows: list[Measured]) -> dict[int, list[tuple[str, float]]]:
 def autotune_module(best: Candidate, measured: list[Measured], *, campaign: str, task: str, top: int = 8) -> str:
     """The best structure as a module whose kernel is `@triton.autotune`d over the `top` fastest
     correct configs measured for it (fastest first)."""
-    tree = ast.parse(best.source)
+    tree = parse_module(best.source)
     launch = _launch(tree)
     tuned = [a.arg for a in launch.args.kwonlyargs]
     if not tuned:
@@ -183,7 +184,7 @@ def autotune_module(best: Candidate, measured: list[Measured], *, campaign: str,
         assert isinstance(plan.call.func, ast.Subscript)
         plan.call.func.slice = _meta_grid(plan.call.func.slice, plan.names)
     launch.args.kwonlyargs, launch.args.kw_defaults = [], []
-    decorator = ast.parse(f"triton.autotune(configs=EVO_CONFIGS, key={key!r})", mode="eval").body
+    decorator = parse_expression(f"triton.autotune(configs=EVO_CONFIGS, key={key!r})").body
     plan.kernel.decorator_list.insert(0, decorator)
     imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     rest = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom)) and not (

@@ -20,6 +20,7 @@ from pathlib import Path
 from evo.app.export.shapes import FLOAT, OutputRule, output_rules
 from evo.contracts.candidate import Candidate
 from evo.contracts.kernelbench import KernelBenchTask
+from evo.contracts.syntax import parse_module
 from evo.contracts.task import Size, Task
 
 OP_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)::([A-Za-z_][A-Za-z0-9_]*)$")
@@ -50,7 +51,7 @@ def input_names(candidate: Candidate, count: int) -> list[str]:
     distinct schema names; `x0`, `x1`... otherwise."""
     names: list[str] = []
     try:
-        tree = ast.parse(candidate.source)
+        tree = parse_module(candidate.source)
         launch = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "launch")
         names = [a.arg for a in [*launch.args.posonlyargs, *launch.args.args]][:count]
     except (SyntaxError, StopIteration):

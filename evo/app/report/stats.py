@@ -12,6 +12,7 @@ from typing import Any
 from evo.app.report.data import SESSION_EVENTS, Record, RunData
 from evo.app.report.trace import Trace, credit
 from evo.contracts.mutator_config import entry_names
+from evo.contracts.syntax import parse_module
 from mutators.llm.prompt import source_with_params
 from mutators.selection import OperatorStats, elite_share
 from mutators.stoke.stats import MoveStats
@@ -165,7 +166,7 @@ def lineage(run: RunData, best: Record) -> list[Record]:
 
 def _normalized(source: str) -> str:
     try:
-        return ast.unparse(ast.parse(source))
+        return ast.unparse(parse_module(source))
     except SyntaxError:
         return source
 

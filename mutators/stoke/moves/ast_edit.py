@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
 from evo.contracts.candidate import Candidate
+from evo.contracts.syntax import parse_module
 
 T = TypeVar("T")
 
@@ -74,7 +75,7 @@ class AstMove(Move):
 def parse_kernels(source: str) -> Kernels | None:
     """A fresh parse of `source` with its jit functions; None when it does not parse or has none."""
     try:
-        tree = ast.parse(source)
+        tree = parse_module(source)
     except SyntaxError:
         return None
     kernels = Kernels(tree, jit_functions(tree), language_aliases(tree))

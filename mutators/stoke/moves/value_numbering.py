@@ -14,6 +14,8 @@ import copy
 import itertools
 from dataclasses import dataclass, field
 
+from evo.contracts.syntax import parse_expression
+
 # calls that write memory or order threads: values read from memory do not survive them
 _EFFECTS = frozenset({"store", "debug_barrier", "device_print", "device_assert", "inline_asm_elementwise"})
 PURE_BUILTINS = frozenset({"float", "int", "bool", "min", "max", "abs", "len", "range"})
@@ -69,7 +71,7 @@ class Values:
         for mark, text in marks.items():
             out = out.replace(mark, f"({text})")
         try:
-            return ast.unparse(ast.parse(out, mode="eval"))  # one spelling: redundant parentheses dropped
+            return ast.unparse(parse_expression(out))  # one spelling: redundant parentheses dropped
         except (SyntaxError, ValueError):
             return None
 
