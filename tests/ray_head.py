@@ -36,6 +36,21 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
+PORT_ATTEMPTS = 3  # starts with fresh ports after a port was taken under Ray's feet
+
+
+def port_taken(log: Path, tmp: str) -> bool:
+    """Whether a process of the Ray started with output `log` and temp dir `tmp` (its processes' logs) could
+    not bind a port it was given: free when chosen, taken (by another test's Ray, say) before Ray bound it."""
+    for path in (log, *Path(tmp).glob("session_*/logs/*.err"), *Path(tmp).glob("session_*/logs/*.out")):
+        try:
+            if "Address already in use" in path.read_text(errors="replace"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def processes_naming(*marks: bytes) -> list[int]:
     """The processes whose command line holds one of `marks` (a temp dir, a port)."""
     out = []
@@ -76,11 +91,10 @@ class RayHead:
         self.system = system or {}  # Ray system settings for the head (RAY_<name> variables)
         self.tmp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths are length-limited
         self.ports = dict(zip(PORTS, free_ports(len(PORTS))))
-        self.cmd = [
+        self.options = [
             RAY, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--num-cpus={num_cpus}",
             f"--num-gpus={num_gpus}", "--disable-usage-stats", f"--temp-dir={self.tmp}",
             f"--include-dashboard={'true' if dashboard else 'false'}", "--dashboard-host=127.0.0.1",
-            *(f"--{name}={port}" for name, port in self.ports.items()),
         ]
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = Path(self.tmp) / "head.log"
@@ -105,23 +119,34 @@ class RayHead:
             env["RAY_AUTH_MODE"] = "disabled"  # no token file written to (or read from) the home directory
         return env
 
+    @property
+    def cmd(self) -> list[str]:
+        return [*self.options, *(f"--{name}={port}" for name, port in self.ports.items())]
+
     def start(self, timeout: float = 300.0) -> RayHead:
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT,
-                                         env={**self.env(), **self.system},
-                                         start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                tail = self.log.read_text()[-3000:]
+        for attempt in range(PORT_ATTEMPTS):
+            with open(self.log, "wb") as log:
+                self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT,
+                                             env={**self.env(), **self.system},
+                                             start_new_session=True)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:  # (it ends when a process of it fails)
+                    tail = self.log.read_text(errors="replace")[-3000:]
+                    if port_taken(self.log, self.tmp) and attempt + 1 < PORT_ATTEMPTS:
+                        break  # another process took a port between choosing it and Ray binding it
+                    self.stop()
+                    raise RuntimeError(f"ray start failed: {tail}")
+                if self._up():
+                    return self
+                time.sleep(0.5)
+            else:
+                tail = self.log.read_text(errors="replace")[-3000:]
                 self.stop()
-                raise RuntimeError(f"ray start failed: {tail}")
-            if self._up():
-                return self
-            time.sleep(0.5)
-        tail = self.log.read_text()[-3000:]
-        self.stop()
-        raise RuntimeError(f"ray head not up within {timeout:.0f} s: {tail}")
+                raise RuntimeError(f"ray head not up within {timeout:.0f} s: {tail}")
+            self._stop_processes()
+            self.ports = dict(zip(PORTS, free_ports(len(PORTS))))
+        raise AssertionError("unreachable")
 
     def _up(self) -> bool:
         if self.dashboard:
@@ -143,6 +168,10 @@ class RayHead:
         kill_at_once(self.proc, self._own_pids())
 
     def stop(self) -> None:
+        self._stop_processes()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _stop_processes(self) -> None:
         if self.proc is not None:
             for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 10.0)):
                 try:
@@ -163,7 +192,6 @@ class RayHead:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def __enter__(self) -> RayHead:
         return self.start()
@@ -186,32 +214,42 @@ class RayNode:
         self.head, self.label = head, label
         self.tmp = tempfile.mkdtemp(prefix="rn", dir="/tmp")
         self.ports = dict(zip(NODE_PORTS, free_ports(len(NODE_PORTS))))
-        self.cmd = [
+        self.options = [
             RAY, "start", f"--address={head.address}", "--block", "--node-ip-address=127.0.0.1",
             f"--num-cpus={num_cpus}", f"--num-gpus={num_gpus}", f'--resources={{"{label}": 1}}',
             "--disable-usage-stats", f"--temp-dir={self.tmp}",
-            *(f"--{name}={port}" for name, port in self.ports.items()),
         ]
         self.env = env if env is not None else head.env()
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = Path(self.tmp) / "node.log"
 
+    @property
+    def cmd(self) -> list[str]:
+        return [*self.options, *(f"--{name}={port}" for name, port in self.ports.items())]
+
     def start(self, timeout: float = 300.0) -> RayNode:
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                                         start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                tail = self.log.read_text()[-3000:]
+        for attempt in range(PORT_ATTEMPTS):
+            with open(self.log, "wb") as log:
+                self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                                             start_new_session=True)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:  # (it ends when a process of it fails)
+                    tail = self.log.read_text(errors="replace")[-3000:]
+                    if port_taken(self.log, self.tmp) and attempt + 1 < PORT_ATTEMPTS:
+                        break  # another process took a port between choosing it and Ray binding it
+                    self.kill()
+                    raise RuntimeError(f"ray start (node {self.label}) failed: {tail}")
+                if "Ray runtime started" in self.log.read_text(errors="replace"):
+                    return self
+                time.sleep(0.5)
+            else:
+                tail = self.log.read_text(errors="replace")[-3000:]
                 self.kill()
-                raise RuntimeError(f"ray start (node {self.label}) failed: {tail}")
-            if "Ray runtime started" in self.log.read_text(errors="replace"):
-                return self
-            time.sleep(0.5)
-        tail = self.log.read_text()[-3000:]
-        self.kill()
-        raise RuntimeError(f"ray node {self.label} not up within {timeout:.0f} s: {tail}")
+                raise RuntimeError(f"ray node {self.label} not up within {timeout:.0f} s: {tail}")
+            self.kill()
+            self.ports = dict(zip(NODE_PORTS, free_ports(len(NODE_PORTS))))
+        raise AssertionError("unreachable")
 
     def pids(self) -> list[int]:
         """The node's processes: its `ray start`'s group and whatever runs from its temp dir or on its

@@ -192,9 +192,11 @@ def test_the_cluster_page_commands_work_as_written_with_token_authentication(tmp
             elif cmd[1:3] == ["job", "submit"]:
                 run(cmd)
                 wait_for(lambda: finished(out / names["run"]), 600, "the resumed run to finish")
-                # what `evo run` prints last reaches the submitter through the job's logs
+                # what `evo run` prints last reaches the submitter through the job's logs (--follow: to the job's
+                # end, which comes after its summary is written)
                 job = cmd[cmd.index("--submission-id") + 1]
-                result = result_line(run([RAY, "job", "logs", "--address", cmd[cmd.index("--address") + 1], job]))
+                result = result_line(run([RAY, "job", "logs", "--address", cmd[cmd.index("--address") + 1], "--follow",
+                                          job]))
                 assert result["status"] == "finished" and result["run_dir"] == str(out / names["run"]), result
             elif cmd[1:] == ["stop"]:
                 assert i == len(commands) - 1
