@@ -80,6 +80,24 @@ def test_moves_change_a_copy_and_never_the_parent(move):
     assert applied_any, f"{move.name} found no site in any test kernel"
 
 
+def test_every_move_on_every_library_seed_and_the_init_template_gives_a_copy_or_no_site():
+    """A move that raises loses the whole chain's proposal ("stoke proposal failed"): the fma rewrite of
+    `total += x * x` (the `evo init` template's sum of squares) once did, on an assignment it made."""
+    from evo.app.init import _fill
+    from evo.contracts.native_task import TASK_LIBRARY, library_tasks
+
+    seeds = [Candidate.from_file(TASK_LIBRARY / name / "seed.py") for name in library_tasks()]
+    seeds.append(Candidate.from_source(_fill("seed.py.tmpl", name="my_norm")))
+    for move in MOVES:
+        for seed in seeds:
+            for s in range(4):
+                applied = move.apply(seed, random.Random(s))  # raises nothing
+                if applied is not None:
+                    ast.parse(applied.candidate.source)
+    fused = _apply("fma", seeds[-1])
+    assert "total = tl.fma(x, x, total)" in fused, fused
+
+
 def _apply(name: str, c: Candidate, seed: int = 0) -> str:
     applied = move_named(name).apply(c, random.Random(seed))
     assert applied is not None

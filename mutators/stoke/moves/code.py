@@ -33,7 +33,8 @@ _DEFAULT_LIMIT = 1 << 16
 
 
 def _shown(node: ast.AST, width: int = 48) -> str:
-    text = (ast.unparse(node).splitlines() or [""])[0]
+    # a statement a move made has no line yet, and `ast.unparse` of an assignment reads its line
+    text = (ast.unparse(ast.fix_missing_locations(copy.deepcopy(node))).splitlines() or [""])[0]
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
@@ -205,7 +206,7 @@ class Rewrite(AstMove):
             return None
         site = pick(rng, sites)
         old = _shown(site.node)
-        new = self._rewritten(site.node, tl)
+        new = ast.copy_location(self._rewritten(site.node, tl), site.node)  # (fma of `a += x * y` is an Assign)
         site.replace(new)
         return f"'{old}' -> '{_shown(new)}'"
 
