@@ -195,7 +195,11 @@ def test_a_hang_times_out_and_the_worker_is_replaced(softmax_task):
         pid = ev.worker.pid
         result = ev.evaluate(candidate("softmax/hang"))
         assert result.status is Status.TIMEOUT and "killed and replaced" in result.reason
-        assert not result.incidents and "stalled" not in result.reason  # it ran on a CPU all along: its own hang
+        # its own hang: the verdict's timeout is one in which the worker ran on a CPU all along; on a loaded
+        # machine (the suite runs a worker more than the CPUs) an attempt the machine stalled comes first,
+        # tried again and listed as an incident that says so, never the verdict
+        assert "stalled" not in result.reason and "overloaded" not in result.reason, result.reason
+        assert all("stalled or overloaded machine" in i for i in result.incidents), result.incidents
         assert ev.worker.pid != pid
         assert ev.evaluate(candidate("softmax/online_two_kernels")).ok  # the fresh worker works
 
