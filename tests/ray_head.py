@@ -14,9 +14,10 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol
 
 VENV_BIN = Path(__file__).resolve().parent.parent / ".venv" / "bin"
 RAY = shutil.which("ray", path=f"{VENV_BIN}:{os.environ.get('PATH', '')}") or "ray"
@@ -49,6 +50,46 @@ def port_taken(log: Path, tmp: str) -> bool:
         except OSError:
             continue
     return False
+
+
+class _Starting(Protocol):
+    log: Path
+    tmp: str
+    proc: subprocess.Popen[bytes] | None
+
+    @property
+    def cmd(self) -> list[str]: ...
+
+    def stop(self) -> None: ...
+
+    def _fresh_ports(self) -> None: ...
+
+
+def start_ray(ray: _Starting, env: dict[str, str], up: Callable[[], bool], what: str,
+              timeout: float) -> subprocess.Popen[bytes]:
+    """`ray.cmd` (a `ray start --block`) started and waited on until `up()`; started again on fresh ports
+    when a port was taken under Ray's feet; stopped, with a RuntimeError quoting its output, otherwise."""
+    for attempt in range(PORT_ATTEMPTS):
+        with open(ray.log, "wb") as log:
+            proc = subprocess.Popen(ray.cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        ray.proc = proc  # (what stop() ends)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:  # (it ends when a process of it fails)
+                tail = ray.log.read_text(errors="replace")[-3000:]
+                if port_taken(ray.log, ray.tmp) and attempt + 1 < PORT_ATTEMPTS:
+                    break  # another process took a port between choosing it and Ray binding it
+                ray.stop()
+                raise RuntimeError(f"{what} failed: {tail}")
+            if up():
+                return proc
+            time.sleep(0.5)
+        else:
+            tail = ray.log.read_text(errors="replace")[-3000:]
+            ray.stop()
+            raise RuntimeError(f"{what}: not up within {timeout:.0f} s: {tail}")
+        ray._fresh_ports()
+    raise AssertionError("unreachable")
 
 
 def processes_naming(*marks: bytes) -> list[int]:
@@ -124,29 +165,12 @@ class RayHead:
         return [*self.options, *(f"--{name}={port}" for name, port in self.ports.items())]
 
     def start(self, timeout: float = 300.0) -> RayHead:
-        for attempt in range(PORT_ATTEMPTS):
-            with open(self.log, "wb") as log:
-                self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT,
-                                             env={**self.env(), **self.system},
-                                             start_new_session=True)
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:  # (it ends when a process of it fails)
-                    tail = self.log.read_text(errors="replace")[-3000:]
-                    if port_taken(self.log, self.tmp) and attempt + 1 < PORT_ATTEMPTS:
-                        break  # another process took a port between choosing it and Ray binding it
-                    self.stop()
-                    raise RuntimeError(f"ray start failed: {tail}")
-                if self._up():
-                    return self
-                time.sleep(0.5)
-            else:
-                tail = self.log.read_text(errors="replace")[-3000:]
-                self.stop()
-                raise RuntimeError(f"ray head not up within {timeout:.0f} s: {tail}")
-            self._stop_processes()
-            self.ports = dict(zip(PORTS, free_ports(len(PORTS))))
-        raise AssertionError("unreachable")
+        self.proc = start_ray(self, {**self.env(), **self.system}, self._up, "ray start", timeout)
+        return self
+
+    def _fresh_ports(self) -> None:
+        self._stop_processes()
+        self.ports = dict(zip(PORTS, free_ports(len(PORTS))))
 
     def _up(self) -> bool:
         if self.dashboard:
@@ -228,28 +252,15 @@ class RayNode:
         return [*self.options, *(f"--{name}={port}" for name, port in self.ports.items())]
 
     def start(self, timeout: float = 300.0) -> RayNode:
-        for attempt in range(PORT_ATTEMPTS):
-            with open(self.log, "wb") as log:
-                self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                                             start_new_session=True)
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:  # (it ends when a process of it fails)
-                    tail = self.log.read_text(errors="replace")[-3000:]
-                    if port_taken(self.log, self.tmp) and attempt + 1 < PORT_ATTEMPTS:
-                        break  # another process took a port between choosing it and Ray binding it
-                    self.kill()
-                    raise RuntimeError(f"ray start (node {self.label}) failed: {tail}")
-                if "Ray runtime started" in self.log.read_text(errors="replace"):
-                    return self
-                time.sleep(0.5)
-            else:
-                tail = self.log.read_text(errors="replace")[-3000:]
-                self.kill()
-                raise RuntimeError(f"ray node {self.label} not up within {timeout:.0f} s: {tail}")
-            self.kill()
-            self.ports = dict(zip(NODE_PORTS, free_ports(len(NODE_PORTS))))
-        raise AssertionError("unreachable")
+        self.proc = start_ray(self, self.env, self._up, f"ray start (node {self.label})", timeout)
+        return self
+
+    def _up(self) -> bool:
+        return "Ray runtime started" in self.log.read_text(errors="replace")
+
+    def _fresh_ports(self) -> None:
+        self.kill()
+        self.ports = dict(zip(NODE_PORTS, free_ports(len(NODE_PORTS))))
 
     def pids(self) -> list[int]:
         """The node's processes: its `ray start`'s group and whatever runs from its temp dir or on its
