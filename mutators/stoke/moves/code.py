@@ -33,8 +33,7 @@ _DEFAULT_LIMIT = 1 << 16
 
 
 def _shown(node: ast.AST, width: int = 48) -> str:
-    # a statement a move made has no line yet, and `ast.unparse` of an assignment reads its line
-    text = (ast.unparse(ast.fix_missing_locations(copy.deepcopy(node))).splitlines() or [""])[0]
+    text = (ast.unparse(node).splitlines() or [""])[0]
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
@@ -206,7 +205,8 @@ class Rewrite(AstMove):
             return None
         site = pick(rng, sites)
         old = _shown(site.node)
-        new = ast.copy_location(self._rewritten(site.node, tl), site.node)  # (fma of `a += x * y` is an Assign)
+        # the old node's place: fma of `a += x * y` makes an Assign, and `ast.unparse` reads an assignment's line
+        new = ast.copy_location(self._rewritten(site.node, tl), site.node)
         site.replace(new)
         return f"'{old}' -> '{_shown(new)}'"
 
