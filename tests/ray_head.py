@@ -53,26 +53,27 @@ def port_taken(log: Path, tmp: str) -> bool:
 
 
 class _Starting(Protocol):
+    options: list[str]  # the `ray start --block` command but its ports
+    ports: dict[str, int]  # its ports, by option name
     log: Path
     tmp: str
     proc: subprocess.Popen[bytes] | None
 
-    @property
-    def cmd(self) -> list[str]: ...
+    def kill(self) -> None: ...
 
     def stop(self) -> None: ...
-
-    def _fresh_ports(self) -> None: ...
 
 
 def start_ray(ray: _Starting, env: dict[str, str], up: Callable[[], bool], what: str,
               timeout: float) -> subprocess.Popen[bytes]:
-    """`ray.cmd` (a `ray start --block`) started and waited on until `up()`; started again on fresh ports
-    when a port was taken under Ray's feet; stopped, with a RuntimeError quoting its output, otherwise."""
+    """`ray.options` with `ray.ports` (a `ray start --block`) started and waited on until `up()`; killed and
+    started again on fresh ports when a port was taken under Ray's feet; stopped, with a RuntimeError quoting
+    its output, otherwise."""
     for attempt in range(PORT_ATTEMPTS):
+        cmd = [*ray.options, *(f"--{name}={port}" for name, port in ray.ports.items())]
         with open(ray.log, "wb") as log:
-            proc = subprocess.Popen(ray.cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        ray.proc = proc  # (what stop() ends)
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        ray.proc = proc  # (what kill() and stop() end)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:  # (it ends when a process of it fails)
@@ -88,7 +89,8 @@ def start_ray(ray: _Starting, env: dict[str, str], up: Callable[[], bool], what:
             tail = ray.log.read_text(errors="replace")[-3000:]
             ray.stop()
             raise RuntimeError(f"{what}: not up within {timeout:.0f} s: {tail}")
-        ray._fresh_ports()
+        ray.kill()
+        ray.ports = dict(zip(ray.ports, free_ports(len(ray.ports))))
     raise AssertionError("unreachable")
 
 
@@ -160,17 +162,9 @@ class RayHead:
             env["RAY_AUTH_MODE"] = "disabled"  # no token file written to (or read from) the home directory
         return env
 
-    @property
-    def cmd(self) -> list[str]:
-        return [*self.options, *(f"--{name}={port}" for name, port in self.ports.items())]
-
     def start(self, timeout: float = 300.0) -> RayHead:
         self.proc = start_ray(self, {**self.env(), **self.system}, self._up, "ray start", timeout)
         return self
-
-    def _fresh_ports(self) -> None:
-        self._stop_processes()
-        self.ports = dict(zip(PORTS, free_ports(len(PORTS))))
 
     def _up(self) -> bool:
         if self.dashboard:
@@ -192,10 +186,6 @@ class RayHead:
         kill_at_once(self.proc, self._own_pids())
 
     def stop(self) -> None:
-        self._stop_processes()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def _stop_processes(self) -> None:
         if self.proc is not None:
             for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 10.0)):
                 try:
@@ -216,6 +206,7 @@ class RayHead:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def __enter__(self) -> RayHead:
         return self.start()
@@ -247,20 +238,12 @@ class RayNode:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = Path(self.tmp) / "node.log"
 
-    @property
-    def cmd(self) -> list[str]:
-        return [*self.options, *(f"--{name}={port}" for name, port in self.ports.items())]
-
     def start(self, timeout: float = 300.0) -> RayNode:
         self.proc = start_ray(self, self.env, self._up, f"ray start (node {self.label})", timeout)
         return self
 
     def _up(self) -> bool:
         return "Ray runtime started" in self.log.read_text(errors="replace")
-
-    def _fresh_ports(self) -> None:
-        self.kill()
-        self.ports = dict(zip(NODE_PORTS, free_ports(len(NODE_PORTS))))
 
     def pids(self) -> list[int]:
         """The node's processes: its `ray start`'s group and whatever runs from its temp dir or on its

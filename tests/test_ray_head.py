@@ -27,35 +27,33 @@ class FakeRay:
         self.tmp = str(tmp)
         self.log = tmp / "out.log"
         self.proc: subprocess.Popen[bytes] | None = None
-        self.how = how
-        self.fresh = 0
+        self.options = [sys.executable, "-c", SCRIPT, str(tmp / "marker"), how]
+        self.ports = {"port": 1}  # (the fake takes them as its last argument and ignores them)
+        self.kills = 0
         self.stopped = False
-
-    @property
-    def cmd(self) -> list[str]:
-        return [sys.executable, "-c", SCRIPT, str(Path(self.tmp) / "marker"), self.how]
 
     def up(self) -> bool:
         return "Ray runtime started" in self.log.read_text()
 
-    def stop(self) -> None:
-        self.stopped = True
+    def kill(self) -> None:
+        self.kills += 1
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait()
 
-    def _fresh_ports(self) -> None:
-        self.fresh += 1
+    def stop(self) -> None:
+        self.stopped = True
+        self.kill()
 
 
 def test_a_taken_port_starts_again_on_fresh_ports_and_another_failure_is_raised(tmp_path):
     (tmp_path / "a").mkdir()
     taken = FakeRay(tmp_path / "a", "taken")
     proc = start_ray(taken, {}, taken.up, "fake start", timeout=60)
-    assert taken.fresh == 1 and proc.poll() is None and not taken.stopped
+    assert taken.kills == 1 and taken.ports != {"port": 1} and proc.poll() is None and not taken.stopped
     taken.stop()
     (tmp_path / "b").mkdir()
     broken = FakeRay(tmp_path / "b", "broken")
     with pytest.raises(RuntimeError, match="fake start failed: raylet: something else"):
         start_ray(broken, {}, broken.up, "fake start", timeout=60)
-    assert broken.fresh == 0 and broken.stopped
+    assert broken.ports == {"port": 1} and broken.stopped
