@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evo.contracts.verdict import Status
-from fitness.sandbox import protocol
+from fitness.sandbox import protocol, zygote
 from fitness.sandbox.forkserver import EXIT_NOISE
 
 if TYPE_CHECKING:
@@ -164,6 +164,14 @@ def scrubbed_env(device: str, *, compile_only: bool = False) -> dict[str, str]:
     return env
 
 
+def zygote_env() -> dict[str, str]:
+    """The zygote's environment: what every CPU worker's shares (`scrubbed_env` without the interpreter
+    switch, which each worker sets for itself before it imports triton)."""
+    env = scrubbed_env("cpu")
+    del env["TRITON_INTERPRET"]
+    return env
+
+
 class Worker:
     """One worker subprocess; start() is cheap, readiness is awaited by the first request."""
 
@@ -175,7 +183,7 @@ class Worker:
         self.memory_mb = memory_mb
         self.bench_memory_mb = bench_memory_mb  # the cap while bench-size buffers are needed (CPU)
         self.startup_timeout = startup_timeout
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | zygote.Forked | None = None
         self.ready = False
         self.starts = 0
         self.isolation = isolation
@@ -224,16 +232,33 @@ class Worker:
         env["HOME"] = self._home
         env["TMPDIR"] = self._home
         cmd = self._command(to_child_r, from_child_w)
-        with open(self._log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                pass_fds=(to_child_r, from_child_w), start_new_session=True, cwd=self._home,
-            )
+        try:
+            with open(self._log_path, "wb") as log:
+                self.proc = self._launch(cmd, env, log.fileno(), (to_child_r, from_child_w))
+        except BaseException:
+            for fd in (to_child_r, to_child_w, from_child_r, from_child_w):
+                os.close(fd)
+            raise
         os.close(to_child_r)
         os.close(from_child_w)
         self._fds = (to_child_w, from_child_r)
         self.ready = False
         self.starts += 1
+
+    def _launch(self, cmd: list[str], env: dict[str, str], log: int, fds: tuple[int, int]
+                ) -> subprocess.Popen[bytes] | zygote.Forked:
+        """The worker's process: forked from this process's zygote (`fitness.sandbox.zygote`: torch already
+        imported) where it can be, else a subprocess; either way in a session of its own, in its HOME, with
+        `env`, its output to `log` and only the channel's `fds` inherited."""
+        if zygote.forkable(cmd, self.device):
+            template = zygote.shared(zygote_env())
+            if template is not None:
+                try:
+                    return template.spawn(cmd, env, self._home, log, fds)
+                except zygote.ZygoteFailed:
+                    pass  # a zygote that died is started again for the next worker
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                pass_fds=fds, start_new_session=True, cwd=self._home)
 
     def _command(self, fd_in: int, fd_out: int) -> list[str]:
         """The worker's command line: it reads requests from `fd_in` and answers on `fd_out`."""
@@ -363,7 +388,9 @@ class Worker:
             except subprocess.TimeoutExpired:
                 pass
         tail = self.log_tail()
-        if code is not None and code < 0:
+        if code is None:
+            what = "ended, its exit status unknown"
+        elif code < 0:
             what = f"killed by signal {signal.Signals(-code).name}"
         else:
             what = f"exited with code {code}"
