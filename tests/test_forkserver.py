@@ -3,6 +3,7 @@ other candidate, and what it prints is bounded."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -11,7 +12,7 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.verdict import Status
 from fitness.evaluate import Evaluator
-from fitness.sandbox.forkserver import OUTPUT_CAP
+from fitness.sandbox.forkserver import OUTPUT_CAP, _die_with
 
 from .conftest import CANDIDATES, ROOT
 
@@ -69,3 +70,25 @@ def test_printing_without_end_stops_at_the_file_limit_and_is_a_crash(quick):
     # the worker's own log holds the tail of each candidate's output, not all of it
     assert quick.worker._log_path.stat().st_size < 8 * OUTPUT_CAP
     assert quick.evaluate(SEED).ok
+
+
+def test_a_candidates_process_whose_worker_ended_before_it_asked_to_die_with_it_ends_itself():
+    # the worker's pid is taken before the fork: a worker killed between the fork and the request leaves an
+    # orphan whose parent is already another process, and that orphan must not go on to run the candidate
+    worker = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _die_with(worker + 1 if os.getppid() == worker else worker)  # as if the worker had been another
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 4
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _die_with(worker)  # its worker lives: it goes on
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

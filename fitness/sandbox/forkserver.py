@@ -125,19 +125,20 @@ class ForkServer:
         os.unlink(path)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()  # what the parent printed must not be printed again by the child
+        worker = os.getpid()
         pid = os.fork()
         if pid == 0:
             os.close(requests_w)
             os.close(done_r)
             os.close(self.fd_in)
-            self._child_main(first, requests_r, done_w, output)
+            self._child_main(worker, first, requests_r, done_w, output)
         os.close(requests_r)
         os.close(done_w)
         self.child = _Child(pid, requests_w, done_r, output)
 
-    def _child_main(self, first: dict[str, Any], requests: int, done: int, output: int) -> NoReturn:
+    def _child_main(self, worker: int, first: dict[str, Any], requests: int, done: int, output: int) -> NoReturn:
         try:
-            _die_with(os.getppid())
+            _die_with(worker)  # the pid from before the fork: a worker killed since has already left us an orphan
             if self.confine is not None:
                 self.confine()
             os.dup2(output, 1)
@@ -230,8 +231,9 @@ def _capped(reply: dict[str, Any]) -> dict[str, Any]:
 
 
 def _die_with(parent: int) -> None:
-    """Ask the kernel to kill this process when the worker that forked it ends (a killed worker must
-    not leave a candidate running)."""
+    """Ask the kernel to kill this process when the worker that forked it (`parent`, its pid taken before the
+    fork) ends: a killed worker must not leave a candidate running. A worker that ended between the fork and
+    this call sends no signal; the child sees it has another parent and ends itself."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
