@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evo.contracts.verdict import Status
-from fitness.sandbox import protocol, zygote
+from fitness.sandbox import protocol, scratch, zygote
 from fitness.sandbox.forkserver import EXIT_NOISE
 
 if TYPE_CHECKING:
@@ -190,8 +190,8 @@ class Worker:
         self.sandbox = ""  # the mechanism the worker reported (`isolation.FULL`, a part of it, or "process")
         self.sandbox_problems: list[str] = []
         self.forks = False  # it runs each candidate in a process of its own (`fitness.sandbox.forkserver`)
-        self._home = tempfile.mkdtemp(prefix="evo-home-")  # the worker's scratch: HOME, cwd, the only place it writes
-        self._logs = tempfile.mkdtemp(prefix="evo-log-")  # the driver's: the worker cannot swap its log for a link
+        self._home = scratch.folder("home")  # the worker's scratch: HOME, cwd, the only place it writes
+        self._logs = scratch.folder("log")  # the driver's: the worker cannot swap its log for a link
         self._log_path = Path(self._logs) / "worker.log"
         self._fds: tuple[int, int] = (-1, -1)
         self._nonce = ""

@@ -38,6 +38,8 @@ import threading
 import traceback
 from typing import Any, NoReturn
 
+from fitness.sandbox import scratch
+
 PRELOAD = ("numpy", "torch")  # what every worker imports and no worker's environment changes
 _STATUS = struct.Struct("<i")
 _MAX_MESSAGE = 1 << 20
@@ -92,7 +94,7 @@ class Zygote:
 
     def __init__(self, env: dict[str, str], startup_timeout: float = 180.0) -> None:
         self._lock = threading.Lock()
-        self._home = tempfile.mkdtemp(prefix="evo-zygote-")
+        self._home = scratch.folder("zygote")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
         self.proc = subprocess.Popen(
