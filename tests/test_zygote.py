@@ -153,3 +153,24 @@ def test_only_a_cpu_worker_run_as_a_module_of_this_python_is_forked(monkeypatch)
     assert not zygote.forkable(["/usr/bin/python3", "-m", "fitness.worker"], "cpu")
     monkeypatch.setenv("EVO_WORKER_ZYGOTE", "0")
     assert not zygote.forkable(module, "cpu")
+
+
+def test_a_process_forked_from_the_driver_gets_a_zygote_of_its_own():
+    mine = zygote.shared(zygote_env())
+    assert mine is not None
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the driver's zygote answers the driver; a fork of the driver must not read its replies
+        try:
+            own = zygote.shared(zygote_env())
+            os.write(w, str(own.proc.pid if own is not None else 0).encode())
+            if own is not None:
+                own.close()
+        finally:
+            os._exit(0)
+    os.close(w)
+    theirs = int(os.read(r, 64) or b"0")
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert theirs and theirs != mine.proc.pid
+    assert zygote.shared(zygote_env()) is mine and mine.alive()

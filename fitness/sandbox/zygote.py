@@ -94,6 +94,7 @@ class Zygote:
 
     def __init__(self, env: dict[str, str], startup_timeout: float = 180.0) -> None:
         self._lock = threading.Lock()
+        self._driver = os.getpid()
         self._home = scratch.folder("zygote")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
@@ -138,8 +139,10 @@ class Zygote:
         return Forked(reply["pid"], status_r)
 
     def close(self) -> None:
-        """End the zygote (its live workers end with it)."""
+        """End the zygote (its live workers end with it); in a process forked from its driver, only let go of it."""
         self._sock.close()
+        if os.getpid() != self._driver:
+            return
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -151,6 +154,7 @@ class Zygote:
 _STARTED_IN = os.getcwd()
 _zygote: Zygote | None = None
 _failed = ""
+_owner = os.getpid()  # the process `_zygote` serves
 _guard = threading.Lock()
 
 
@@ -164,8 +168,10 @@ def forkable(argv: list[str], device: str) -> bool:
 def shared(env: dict[str, str]) -> Zygote | None:
     """This process's zygote, started with `env` on first use and again after it died; None where it
     cannot start (`failure` says why; workers then start as plain subprocesses)."""
-    global _zygote, _failed
+    global _zygote, _failed, _owner
     with _guard:
+        if _owner != os.getpid():  # a process forked from the driver shares its zygote's socket: not its own
+            _zygote, _failed, _owner = None, "", os.getpid()
         if _zygote is not None and not _zygote.alive():
             _zygote.close()
             _zygote = None
