@@ -153,7 +153,7 @@ class Zygote:
 
 _STARTED_IN = os.getcwd()
 _zygote: Zygote | None = None
-_failed = ""
+_failed = False  # it could not start in this process: workers start as subprocesses
 _owner = os.getpid()  # the process `_zygote` serves
 _guard = threading.Lock()
 
@@ -167,27 +167,22 @@ def forkable(argv: list[str], device: str) -> bool:
 
 def shared(env: dict[str, str]) -> Zygote | None:
     """This process's zygote, started with `env` on first use and again after it died; None where it
-    cannot start (`failure` says why; workers then start as plain subprocesses)."""
+    could not start (workers then start as plain subprocesses)."""
     global _zygote, _failed, _owner
     with _guard:
         if _owner != os.getpid():  # a process forked from the driver shares its zygote's socket: not its own
-            _zygote, _failed, _owner = None, "", os.getpid()
+            _zygote, _failed, _owner = None, False, os.getpid()
         if _zygote is not None and not _zygote.alive():
             _zygote.close()
             _zygote = None
         if _zygote is None and not _failed:
             try:
                 _zygote = Zygote(env)
-            except (OSError, ZygoteFailed) as e:
-                _failed = str(e)
+            except (OSError, ZygoteFailed):
+                _failed = True
                 return None
             atexit.register(_zygote.close)
         return _zygote
-
-
-def failure() -> str:
-    """Why this process's zygote could not start ('' if it did or was not tried)."""
-    return _failed
 
 
 # -- the zygote process ---------------------------------------------------------------------------------
