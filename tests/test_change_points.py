@@ -10,8 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evo.contracts.candidate import Candidate
+from evo.contracts.native_task import TASK_LIBRARY, NativeTask
 from fitness.check.change_points import change_points, outcomes
-from fitness.check.crossings import compared
+from fitness.check.coverage import NOT_TAKEN, TAKEN, key
+from fitness.check.crossings import compared, crossing_sizes
+from fitness.check.thresholds import base_size
 
 
 def solved(text: str, names: dict[str, int] | None = None) -> tuple[list[int], str] | None:
@@ -72,3 +75,54 @@ def launch(x):
     count = [s for s in found if not s.index]
     assert index and index[0].outcome is not None and list(change_points(index[0].outcome)) == [200, 208]
     assert count and any(s.outcome is not None and list(change_points(s.outcome)) == [2200] for s in count)
+
+
+SPLITS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _k(x_ptr, y_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * scale, mask=offs < n)
+
+
+def launch(x, y):
+    rows, cols = x.shape
+    scale = 1.0
+    if cols > 4100:
+        scale = 2.0
+    _k[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), scale * (1.0 - 0.5 * (cols > 6000)), BLOCK=128)
+'''
+
+
+def test_a_statements_test_seen_both_ways_is_not_crossed_again_and_one_with_no_probe_is():
+    # which dimension feeds a condition is not known, so each free one is moved in turn; where the check's own
+    # probes saw an if-statement's whole test take both outcomes (its body ran, and was skipped), no outcome is
+    # left to reach and the other dimensions are not moved for it. A comparison inside an expression (or inside
+    # a test of several parts) has no probe of its own and is still crossed along every dimension.
+    task = NativeTask(TASK_LIBRARY / "softmax")
+    task.check_sizes = [{"rows": 1, "cols": 1}, {"rows": 3, "cols": 17}, {"rows": 2, "cols": 131}]
+    task.bench_sizes = [{"rows": 4, "cols": 512}]
+    assert base_size(task) == ({"rows": 3, "cols": 17}, ["cols", "rows"])
+    candidate = Candidate.from_source(SPLITS)
+    lines = SPLITS.splitlines()
+    first = next(i for i, t in enumerate(lines) if "if cols > 4100" in t)  # 0-based index, line - 1 of the source
+    last = next(i for i, t in enumerate(lines) if "cols > 6000" in t)
+
+    def crossed(probes: set[int]) -> set[tuple[int, str]]:
+        base = {"rows": 3, "cols": 17}
+        return {(line, next(d for d in ("rows", "cols") if size[d] != base[d]))
+                for size, _, line in crossing_sizes(task, candidate, probes)}
+
+    unseen = crossed(set())
+    assert {(first + 1, "rows"), (first + 1, "cols")} <= unseen
+    assert unseen == {(first + 1, "rows"), (first + 1, "cols"), (last + 1, "rows"), (last + 1, "cols")}
+    seen = crossed({key(first + 1, TAKEN), key(first + 1, NOT_TAKEN)})
+    assert seen == {(last + 1, "rows"), (last + 1, "cols")}  # the whole test went both ways: nothing to reach
+    assert crossed({key(first + 1, NOT_TAKEN)}) == unseen  # one outcome seen: crossed as before
+    # a part of a test is not the test: `rows > 3000` in `if (rows > 3000) & (cols < 9000)` keeps its crossings
+    two = Candidate.from_source(SPLITS.replace("if cols > 4100:", "if (rows > 3000) & (cols < 9000):"))
+    probes = {key(first + 1, TAKEN), key(first + 1, NOT_TAKEN)}
+    assert {line for _, _, line in crossing_sizes(task, two, probes)} == {first + 1, last + 1}

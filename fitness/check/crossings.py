@@ -9,6 +9,14 @@ threshold. Where no check size of some free dimension reaches such a value, the 
 check size with that dimension at it (one more for an index: rows 201 hold row 200; at most
 `MAX_CROSSINGS` sizes, cheapest first), checked like a check size. A wrong result there is the verdict,
 at a size the check chose.
+
+The check cannot tell which dimension feeds a condition's unknown, so it moves each free dimension in
+turn. Where the condition is the whole test of an ``if`` or ``while`` statement, the check's own probes
+(`fitness.check.coverage`) say which outcomes it took: one seen both ways in the check's runs has no
+outcome left to reach, and is not crossed again by the other dimensions (a softmax's ``if block <=
+MAX_BLOCK`` reached at cols 8193 is not run again at rows 8193, 8193 programs in the interpreter). A
+condition inside an expression (``tl.where``, a mask, one side of ``and``) has no probe and is crossed
+along every free dimension.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import numpy as np
 from evo.contracts.candidate import Candidate
 from evo.contracts.syntax import parse_expression, parse_module
 from evo.contracts.task import Size, Task, size_key
+from fitness.check import coverage
 from fitness.check.change_points import DOMAIN, change_points, is_condition, outcomes
 from fitness.check.fixed import reachable
 from fitness.check.thresholds import LARGEST_THRESHOLD, MAX_ELEMENTS, base_size, constants, cost, value
@@ -39,6 +48,12 @@ class Split:
     index: bool  # the unknown is built from a program id or an arange: a size of n holds 0 .. n - 1
     outcome: np.ndarray | None = None
     past: int = 0
+    statement: int | None = None  # the line of the ``if``/``while`` whose whole test the condition is
+
+    def seen_both_ways(self, probes: set[int]) -> bool:
+        """Whether the check's runs (their probe keys) took both outcomes of the statement it tests."""
+        return self.statement is not None and {
+            coverage.key(self.statement, coverage.TAKEN), coverage.key(self.statement, coverage.NOT_TAKEN)} <= probes
 
     @functools.cached_property
     def points(self) -> np.ndarray:
@@ -75,19 +90,20 @@ def compared(candidate: Candidate) -> list[Split]:
         if not (isinstance(fn, ast.FunctionDef) and fn.name in live):
             continue
         assigned = _assignments(fn)
+        tests = {id(s.test): s.lineno for s in ast.walk(fn) if isinstance(s, (ast.If, ast.While))}
         for node in ast.walk(fn):
             if not (isinstance(node, ast.expr) and is_condition(node)):
                 continue
             solved = outcomes(node, names)
             if solved is not None:
                 truth, unknown = solved
-                out.append(Split(node.lineno, _is_index(unknown, assigned), truth))
+                out.append(Split(node.lineno, _is_index(unknown, assigned), truth, statement=tests.get(id(node))))
             elif isinstance(node, ast.Compare):
                 for a, b in itertools.pairwise([node.left, *node.comparators]):
                     va, vb = value(a, names), value(b, names)
                     t = va if vb is None else vb
                     if (va is None) != (vb is None) and t is not None and 1 <= t <= LARGEST_THRESHOLD:
-                        out.append(Split(node.lineno, False, past=t + 1))
+                        out.append(Split(node.lineno, False, past=t + 1, statement=tests.get(id(node))))
     return out
 
 
@@ -113,14 +129,17 @@ def _is_index(text: str, assigned: dict[str, list[str]], seen: frozenset[str] = 
     return any(_is_index(v, assigned, seen | names) for n in names for v in assigned.get(n, []))
 
 
-def crossing_sizes(task: Task, candidate: Candidate) -> list[tuple[Size, int, int]]:
+def crossing_sizes(task: Task, candidate: Candidate, probes: set[int] | None = None) -> list[tuple[Size, int, int]]:
     """(size, value, line) to try: a free dimension of the small check size moved to the first value at
     which a condition takes an outcome no check size of that dimension gave it (holding that value, for an
-    index); cheapest first, at most `MAX_CROSSINGS`."""
+    index), less the statements' tests the check's runs (`probes`) saw both ways; cheapest first, at most
+    `MAX_CROSSINGS`."""
     base, free = base_size(task)
     known = {size_key(s) for s in task.check_sizes}
     found: dict[str, tuple[Size, int, int]] = {}
     for split in compared(candidate):
+        if split.seen_both_ways(probes or set()):
+            continue
         for dim in free:
             change = split.first_unseen([int(s[dim]) for s in task.check_sizes if dim in s])
             if change is None:
