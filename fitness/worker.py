@@ -50,13 +50,15 @@ def interpreted_check(views: list[Any], msg: dict[str, Any], probes: Probes | No
     specializations it launches (`fitness.latency.launch_specs`) and, with `probes`, of the points of the
     candidate's code it reaches (`fitness.check.probes`), which join the reply."""
     from fitness.latency.launch_specs import recording
+    from fitness.sandbox.interp_speed import without_dead_overflow_checks
     from fitness.sandbox.program_order import NATURAL, program_order
 
     specs: list[dict[str, Any]] = []
     extra: dict[str, Any] = {"specs": specs}
     if probes is not None:
         probes.take()  # what this run reaches, not what an earlier one did
-    with recording(specs), program_order(str(msg.get("order", NATURAL))), sanitizer(views, msg):
+    with recording(specs), program_order(str(msg.get("order", NATURAL))), sanitizer(views, msg), \
+            without_dead_overflow_checks():
         yield extra
     if probes is not None:
         extra["probes"] = probes.take()

@@ -1,8 +1,8 @@
 """Probe of `fitness.sandbox.interp_speed`, run by `tests.test_interp_speed` in a subprocess with
 ``TRITON_INTERPRET=1``: what the interpreter wraps before a launch and a helper call, with Triton's own walk
 and with the listed one; how often a launch whose loop calls jit helpers patches the language in full
-(``--as-shipped``: that alone, without the install); a kernel calling jit helpers run with the install.
-Prints one JSON line."""
+(``--as-shipped``: that alone, without the install); a kernel calling jit helpers run with the install; a
+launch with and without the overflow checks that assert nothing. Prints one JSON line."""
 
 from __future__ import annotations
 
@@ -84,6 +84,55 @@ def per_call_ms(interp: Any, fn: Any, n: int = 200) -> float:
     return (time.perf_counter() - start) / n * 1e3
 
 
+@triton.jit
+def indexed_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        tl.store(y_ptr + row * n + offs, tl.load(x_ptr + row * n + offs, mask=offs < n) * 2.0, mask=offs < n)
+
+
+def overflow_checks() -> dict[str, Any]:
+    """What `without_dead_overflow_checks` changes: the integer casts a launch makes (the 64-bit recomputation
+    of each 32-bit index sum), its output, the options afterwards, and options in debug mode left alone."""
+    builder = interp.interpreter_builder
+    casts = [0]
+    original = builder.create_int_cast
+
+    def counted(*args: Any) -> Any:
+        casts[0] += 1
+        return original(*args)
+
+    x = torch.randn(3, 100)
+    outs = []
+    counts = []
+    options = builder.options
+    builder.create_int_cast = counted
+    try:
+        for off in (False, True, False):
+            casts[0] = 0
+            y = torch.zeros_like(x)
+            if off:
+                with interp_speed.without_dead_overflow_checks():
+                    indexed_copy[(3,)](x, y, 100, BLOCK=32)
+                    inside = builder.options.sanitize_overflow
+            else:
+                indexed_copy[(3,)](x, y, 100, BLOCK=32)
+            counts.append(casts[0])
+            outs.append(y)
+    finally:
+        del builder.create_int_cast
+    restored = builder.options is options
+    builder.options = interp.InterpreterOptions(debug=True)
+    try:
+        with interp_speed.without_dead_overflow_checks():
+            debug_kept = builder.options.sanitize_overflow and builder.options.debug
+    finally:
+        builder.options = options
+    return {"casts": counts, "inside": inside, "restored": restored, "debug_kept": debug_kept,
+            "same": all(torch.equal(o, x * 2.0) for o in outs)}
+
+
 def main() -> None:
     interp_compat.install()
     helper, kernel = tl.standard.max.fn, row_stats.fn
@@ -125,6 +174,7 @@ def main() -> None:
         "kernel_error": float(np.abs((out - want).numpy()).max()),
         "walked_in_full": len(walked), "unlisted_wrapped": other.op is not builtin and other.op() == "ran",
         "launches": launches, "loop_error": loop_error, "ms_before": ms_before, "ms_after": ms_after,
+        "overflow": overflow_checks(),
     }))
 
 

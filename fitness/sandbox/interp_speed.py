@@ -18,12 +18,23 @@ the last undo would apply its patches again on top of themselves, to the same ef
 that call (a helper's only: a launch, and the latency profiler, patch in full). Any undo forgets what was
 patched, so the next call patches in full again. Cross-entropy's kernels call ``tl.max`` and ``tl.sum``
 in their loops: the re-patching was over a third of the interpreter's time on them.
+
+Overflow checks that assert nothing (`without_dead_overflow_checks`, around each check run). Triton's
+``add``, ``sub`` and ``mul`` of 32-bit integers compute the result again in 64 bits, compare it with the
+type's bounds and hand the outcome to ``device_assert``, which asserts only in debug mode: the interpreter's
+options leave debug off and the check on, so every integer index sum computes four more arrays for nothing
+(a quarter of a check run's time on a row norm's two passes). On a GPU the same instructions are generated
+and dropped as dead code. The check runs with the computing off where debug is off (the wrap-around of a
+32-bit index is what the GPU does too, and the check judges its effect on addresses and outputs); the
+latency profiler keeps the interpreter's options, whose counts its model was fitted with.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 _MARK = "_evo_speed"
@@ -115,3 +126,22 @@ def _skip_repatching(interp: Any, tl: Any) -> bool:
     interp._patch_lang = fast_patch_lang
     function_class.__call__ = helper_call
     return True
+
+
+@contextmanager
+def without_dead_overflow_checks() -> Iterator[None]:
+    """The interpreter's integer overflow checks off while inside, where its options have debug off (they
+    assert nothing then: see the module docstring); its options as they were afterwards."""
+    from triton.runtime import interpreter as interp
+
+    builder = getattr(interp, "interpreter_builder", None)
+    options = getattr(builder, "options", None)
+    if (builder is None or not dataclasses.is_dataclass(options) or isinstance(options, type)
+            or getattr(options, "debug", True) or not getattr(options, "sanitize_overflow", False)):
+        yield
+        return
+    builder.options = dataclasses.replace(options, sanitize_overflow=False)
+    try:
+        yield
+    finally:
+        builder.options = options
