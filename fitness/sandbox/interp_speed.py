@@ -22,7 +22,7 @@ in their loops: the re-patching was over a third of the interpreter's time on th
 Overflow checks that assert nothing (`without_dead_overflow_checks`, around each check run). Triton's
 ``add``, ``sub`` and ``mul`` of 32-bit integers compute the result again in 64 bits, compare it with the
 type's bounds and hand the outcome to ``device_assert``, which asserts only in debug mode: the interpreter's
-options leave debug off and the check on, so every integer index sum computes four more arrays for nothing
+options leave debug off and the check on, so every integer index sum computes six more arrays for nothing
 (a quarter of a check run's time on a row norm's two passes). On a GPU the same instructions are generated
 and dropped as dead code. The check runs with the computing off where debug is off (the wrap-around of a
 32-bit index is what the GPU does too, and the check judges its effect on addresses and outputs); the
