@@ -6,6 +6,7 @@ launch with and without the overflow checks that assert nothing. Prints one JSON
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
@@ -112,12 +113,10 @@ def overflow_checks() -> dict[str, Any]:
         for off in (False, True, False):
             casts[0] = 0
             y = torch.zeros_like(x)
-            if off:
-                with interp_speed.without_dead_overflow_checks():
-                    indexed_copy[(3,)](x, y, 100, BLOCK=32)
-                    inside = builder.options.sanitize_overflow
-            else:
+            with interp_speed.without_dead_overflow_checks() if off else contextlib.nullcontext():
                 indexed_copy[(3,)](x, y, 100, BLOCK=32)
+                if off:
+                    inside = builder.options.sanitize_overflow
             counts.append(casts[0])
             outs.append(y)
     finally:

@@ -37,7 +37,7 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
-PORT_ATTEMPTS = 3  # starts with fresh ports after a port was taken under Ray's feet, or a start that timed out
+START_ATTEMPTS = 3  # starts with fresh ports after a port was taken under Ray's feet, or a start that timed out
 STARTUP_TIMED_OUT = "The current node timed out during startup"  # what `ray start` says when its raylet was late
 
 
@@ -70,7 +70,7 @@ def start_ray(ray: _Starting, env: dict[str, str], up: Callable[[], bool], what:
     """`ray.options` with `ray.ports` (a `ray start --block`) started and waited on until `up()`; killed and
     started again on fresh ports when a port was taken under Ray's feet or Ray's own startup wait ran out;
     stopped, with a RuntimeError quoting its output, otherwise."""
-    for attempt in range(PORT_ATTEMPTS):
+    for attempt in range(START_ATTEMPTS):
         cmd = [*ray.options, *(f"--{name}={port}" for name, port in ray.ports.items())]
         with open(ray.log, "wb") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -79,7 +79,7 @@ def start_ray(ray: _Starting, env: dict[str, str], up: Callable[[], bool], what:
         while time.monotonic() < deadline:
             if proc.poll() is not None:  # (it ends when a process of it fails)
                 tail = ray.log.read_text(errors="replace")[-3000:]
-                if (port_taken(ray.log, ray.tmp) or STARTUP_TIMED_OUT in tail) and attempt + 1 < PORT_ATTEMPTS:
+                if (port_taken(ray.log, ray.tmp) or STARTUP_TIMED_OUT in tail) and attempt + 1 < START_ATTEMPTS:
                     # another process took a port between choosing it and Ray binding it, or the machine was too
                     # busy for the raylet to register within Ray's own startup wait (seen once at a suite's start)
                     break

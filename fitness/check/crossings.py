@@ -52,8 +52,7 @@ class Split:
 
     def seen_both_ways(self, probes: set[int]) -> bool:
         """Whether the check's runs (their probe keys) took both outcomes of the statement it tests."""
-        return self.statement is not None and {
-            coverage.key(self.statement, coverage.TAKEN), coverage.key(self.statement, coverage.NOT_TAKEN)} <= probes
+        return self.statement is not None and all(coverage.outcomes_run(self.statement, probes))
 
     @functools.cached_property
     def points(self) -> np.ndarray:
@@ -129,7 +128,7 @@ def _is_index(text: str, assigned: dict[str, list[str]], seen: frozenset[str] = 
     return any(_is_index(v, assigned, seen | names) for n in names for v in assigned.get(n, []))
 
 
-def crossing_sizes(task: Task, candidate: Candidate, probes: set[int] | None = None) -> list[tuple[Size, int, int]]:
+def crossing_sizes(task: Task, candidate: Candidate, probes: set[int]) -> list[tuple[Size, int, int]]:
     """(size, value, line) to try: a free dimension of the small check size moved to the first value at
     which a condition takes an outcome no check size of that dimension gave it (holding that value, for an
     index), less the statements' tests the check's runs (`probes`) saw both ways; cheapest first, at most
@@ -138,7 +137,7 @@ def crossing_sizes(task: Task, candidate: Candidate, probes: set[int] | None = N
     known = {size_key(s) for s in task.check_sizes}
     found: dict[str, tuple[Size, int, int]] = {}
     for split in compared(candidate):
-        if split.seen_both_ways(probes or set()):
+        if split.seen_both_ways(probes):
             continue
         for dim in free:
             change = split.first_unseen([int(s[dim]) for s in task.check_sizes if dim in s])
