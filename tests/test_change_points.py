@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from evo.contracts.candidate import Candidate
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
 from fitness.check.change_points import change_points, outcomes
-from fitness.check.coverage import NOT_TAKEN, TAKEN, key
 from fitness.check.crossings import compared, crossing_sizes
 from fitness.check.thresholds import base_size
 
@@ -97,32 +96,24 @@ def launch(x, y):
 '''
 
 
-def test_a_statements_test_seen_both_ways_is_not_crossed_again_and_one_with_no_probe_is():
-    # which dimension feeds a condition is not known, so each free one is moved in turn; where the check's own
-    # probes saw an if-statement's whole test take both outcomes (its body ran, and was skipped), no outcome is
-    # left to reach and the other dimensions are not moved for it. A comparison inside an expression (or inside
-    # a test of several parts) has no probe of its own and is still crossed along every dimension.
+def test_a_condition_is_crossed_along_the_dimensions_that_feed_it():
+    # each free dimension that can change a condition (`fitness.check.feeds`) is moved to where it turns: `cols`
+    # comes from x.shape alone, so rows are never moved for it; a combination of tests on both is crossed along both
     task = NativeTask(TASK_LIBRARY / "softmax")
     task.check_sizes = [{"rows": 1, "cols": 1}, {"rows": 3, "cols": 17}, {"rows": 2, "cols": 131}]
     task.bench_sizes = [{"rows": 4, "cols": 512}]
     assert base_size(task) == ({"rows": 3, "cols": 17}, ["cols", "rows"])
-    candidate = Candidate.from_source(SPLITS)
     lines = SPLITS.splitlines()
-    first = next(i for i, t in enumerate(lines) if "if cols > 4100" in t)  # 0-based index, line - 1 of the source
-    last = next(i for i, t in enumerate(lines) if "cols > 6000" in t)
+    first = next(i for i, t in enumerate(lines) if "if cols > 4100" in t) + 1
+    last = next(i for i, t in enumerate(lines) if "cols > 6000" in t) + 1
 
-    def crossed(probes: set[int]) -> set[tuple[int, str]]:
+    def crossed(candidate: Candidate) -> set[tuple[int, str]]:
         base = {"rows": 3, "cols": 17}
         return {(line, next(d for d in ("rows", "cols") if size[d] != base[d]))
-                for size, _, line in crossing_sizes(task, candidate, probes)}
+                for size, _, line in crossing_sizes(task, candidate)}
 
-    unseen = crossed(set())
-    assert {(first + 1, "rows"), (first + 1, "cols")} <= unseen
-    assert unseen == {(first + 1, "rows"), (first + 1, "cols"), (last + 1, "rows"), (last + 1, "cols")}
-    seen = crossed({key(first + 1, TAKEN), key(first + 1, NOT_TAKEN)})
-    assert seen == {(last + 1, "rows"), (last + 1, "cols")}  # the whole test went both ways: nothing to reach
-    assert crossed({key(first + 1, NOT_TAKEN)}) == unseen  # one outcome seen: crossed as before
-    # a part of a test is not the test: `rows > 3000` in `if (rows > 3000) & (cols < 9000)` keeps its crossings
+    assert crossed(Candidate.from_source(SPLITS)) == {(first, "cols"), (last, "cols")}
     two = Candidate.from_source(SPLITS.replace("if cols > 4100:", "if (rows > 3000) & (cols < 9000):"))
-    probes = {key(first + 1, TAKEN), key(first + 1, NOT_TAKEN)}
-    assert {line for _, _, line in crossing_sizes(task, two, probes)} == {first + 1, last + 1}
+    assert crossed(two) == {(first, "rows"), (first, "cols"), (last, "cols")}  # rows 3001, cols 9000, cols 6001
+    mixed = Candidate.from_source(SPLITS.replace("cols > 6000", "cols + rows // 7000 * 7000 > 6000"))
+    assert crossed(mixed) == {(first, "cols"), (last, "cols"), (last, "rows")}  # fed by both: rows are moved too

@@ -159,8 +159,8 @@ def test_the_library_kernels_reach_every_line(softmax):
         r = softmax.evaluate(Candidate.from_file(ROOT / "evo" / "tasks" / "softmax" / f"{name}.py"))
         assert r.ok and "every line of its code ran in the check" in r.reason, (name, r.reason)
         if name == "known_better":
-            # its `if block <= MAX_BLOCK` is reached at cols 8193; seen both ways, it is not crossed again at rows
-            # 8193 (8193 programs in the interpreter, the same outcome the check sizes gave)
+            # its `if block <= MAX_BLOCK` is reached at cols 8193; `block` comes from x.shape[1] alone, so it is not
+            # crossed at rows 8193 (8193 programs in the interpreter), which cannot change it
             assert '"cols":8193' in r.reason and '"rows":8193' not in r.reason, r.reason
 
 
@@ -241,3 +241,38 @@ def test_a_wrong_program_is_reached_by_a_size_that_holds_it(softmax):
     assert r.status is Status.WRONG_OUTPUT and '"rows":201' in r.reason and "to reach 200," in r.reason, r.reason
     honest = softmax.evaluate(Candidate.from_source(source.replace("0.5, 1.0", "1.0, 1.0")))
     assert honest.ok and '"rows":201' in honest.reason, honest.reason
+
+
+HARMLESS_TWICE = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax(x_ptr, y_ptr, n_cols, sx, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * sx + offs, mask=mask, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=0))
+    out = e / tl.sum(e, axis=0)
+    if n > 40:
+        out = out * 0.5
+    tl.store(y_ptr + row * sx + offs, out, mask=mask)
+
+
+def launch(x, y):
+    rows, cols = x.shape
+    scratch = torch.zeros((1,), dtype=x.dtype, device=x.device)
+    _softmax[(1,)](scratch, scratch, 1, 1, 1000, BLOCK=2)  # the wrong branch, taken where nobody looks
+    _softmax[(rows,)](x, y, cols, x.stride(0), rows, BLOCK=triton.next_power_of_2(cols))
+'''
+
+
+def test_a_branch_taken_harmlessly_by_another_launch_is_still_crossed(softmax):
+    # both outcomes of `if n > 40` run at every check size (a launch into scratch takes the branch), so every line
+    # ran; but the launch that writes the output passes the row count, and only rows past 40 take the wrong branch
+    # there: the rows are moved, since they feed `n`
+    r = softmax.evaluate(Candidate.from_source(HARMLESS_TWICE))
+    assert r.status is Status.WRONG_OUTPUT and '"rows":41' in r.reason, r.reason

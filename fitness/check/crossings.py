@@ -10,13 +10,10 @@ check size with that dimension at it (one more for an index: rows 201 hold row 2
 `MAX_CROSSINGS` sizes, cheapest first), checked like a check size. A wrong result there is the verdict,
 at a size the check chose.
 
-The check cannot tell which dimension feeds a condition's unknown, so it moves each free dimension in
-turn. Where the condition is the whole test of an ``if`` or ``while`` statement, the check's own probes
-(`fitness.check.coverage`) say which outcomes it took: one seen both ways in the check's runs has no
-outcome left to reach, and is not crossed again by the other dimensions (a softmax's ``if block <=
-MAX_BLOCK`` reached at cols 8193 is not run again at rows 8193, 8193 programs in the interpreter). A
-condition inside an expression (``tl.where``, a mask, one side of ``and``) has no probe and is crossed
-along every free dimension.
+Which dimensions can change a condition's value is followed through the code (`fitness.check.feeds`): a
+softmax's ``if triton.next_power_of_2(cols) <= MAX_BLOCK`` is crossed at cols 8193 and not also at rows
+8193 (8193 programs in the interpreter), since no row count changes it. Where the code does not say (a
+value loaded from memory, a container, a helper's result), every free dimension is moved in turn.
 """
 
 from __future__ import annotations
@@ -31,8 +28,8 @@ import numpy as np
 from evo.contracts.candidate import Candidate
 from evo.contracts.syntax import parse_expression, parse_module
 from evo.contracts.task import Size, Task, size_key
-from fitness.check import coverage
 from fitness.check.change_points import DOMAIN, change_points, is_condition, outcomes
+from fitness.check.feeds import Feeds
 from fitness.check.fixed import reachable
 from fitness.check.thresholds import LARGEST_THRESHOLD, MAX_ELEMENTS, base_size, constants, cost, value
 
@@ -48,11 +45,7 @@ class Split:
     index: bool  # the unknown is built from a program id or an arange: a size of n holds 0 .. n - 1
     outcome: np.ndarray | None = None
     past: int = 0
-    statement: int | None = None  # the line of the ``if``/``while`` whose whole test the condition is
-
-    def seen_both_ways(self, probes: set[int]) -> bool:
-        """Whether the check's runs (their probe keys) took both outcomes of the statement it tests."""
-        return self.statement is not None and all(coverage.outcomes_run(self.statement, probes))
+    dims: frozenset[str] | None = None  # the dimensions that can change it (`fitness.check.feeds`); None: any
 
     @functools.cached_property
     def points(self) -> np.ndarray:
@@ -77,11 +70,12 @@ class Split:
         return None
 
 
-def compared(candidate: Candidate) -> list[Split]:
+def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
     """Every condition in the code ``launch`` reaches on a value not fixed for the candidate: each
     comparison and each boolean combination of them, solved for the one unknown where its arithmetic
-    allows, else (a comparison with a fixed side) one past the fixed side."""
-    tree = parse_module(candidate.source)
+    allows, else (a comparison with a fixed side) one past the fixed side; with `feeds`, each with the
+    dimensions that can change it."""
+    tree = parse_module(candidate.source) if feeds is None else feeds.tree
     names = constants(candidate, tree)
     live = reachable(tree)
     out: list[Split] = []
@@ -89,20 +83,20 @@ def compared(candidate: Candidate) -> list[Split]:
         if not (isinstance(fn, ast.FunctionDef) and fn.name in live):
             continue
         assigned = _assignments(fn)
-        tests = {id(s.test): s.lineno for s in ast.walk(fn) if isinstance(s, (ast.If, ast.While))}
         for node in ast.walk(fn):
             if not (isinstance(node, ast.expr) and is_condition(node)):
                 continue
+            dims = feeds.of(fn.name, node) if feeds is not None else None
             solved = outcomes(node, names)
             if solved is not None:
                 truth, unknown = solved
-                out.append(Split(node.lineno, _is_index(unknown, assigned), truth, statement=tests.get(id(node))))
+                out.append(Split(node.lineno, _is_index(unknown, assigned), truth, dims=dims))
             elif isinstance(node, ast.Compare):
                 for a, b in itertools.pairwise([node.left, *node.comparators]):
                     va, vb = value(a, names), value(b, names)
                     t = va if vb is None else vb
                     if (va is None) != (vb is None) and t is not None and 1 <= t <= LARGEST_THRESHOLD:
-                        out.append(Split(node.lineno, False, past=t + 1, statement=tests.get(id(node))))
+                        out.append(Split(node.lineno, False, past=t + 1, dims=dims))
     return out
 
 
@@ -128,18 +122,16 @@ def _is_index(text: str, assigned: dict[str, list[str]], seen: frozenset[str] = 
     return any(_is_index(v, assigned, seen | names) for n in names for v in assigned.get(n, []))
 
 
-def crossing_sizes(task: Task, candidate: Candidate, probes: set[int]) -> list[tuple[Size, int, int]]:
-    """(size, value, line) to try: a free dimension of the small check size moved to the first value at
-    which a condition takes an outcome no check size of that dimension gave it (holding that value, for an
-    index), less the statements' tests the check's runs (`probes`) saw both ways; cheapest first, at most
-    `MAX_CROSSINGS`."""
+def crossing_sizes(task: Task, candidate: Candidate) -> list[tuple[Size, int, int]]:
+    """(size, value, line) to try: a free dimension of the small check size that can change a condition
+    (`fitness.check.feeds`) moved to the first value at which the condition takes an outcome no check size
+    of that dimension gave it (holding that value, for an index); cheapest first, at most `MAX_CROSSINGS`."""
     base, free = base_size(task)
     known = {size_key(s) for s in task.check_sizes}
     found: dict[str, tuple[Size, int, int]] = {}
-    for split in compared(candidate):
-        if split.seen_both_ways(probes):
-            continue
-        for dim in free:
+    feeds = Feeds(task, candidate, parse_module(candidate.source), base, free)
+    for split in compared(candidate, feeds):
+        for dim in free if split.dims is None else [d for d in free if d in split.dims]:
             change = split.first_unseen([int(s[dim]) for s in task.check_sizes if dim in s])
             if change is None:
                 continue

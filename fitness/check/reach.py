@@ -89,7 +89,7 @@ def reach(candidate: Candidate, task: Task, ev: Evaluation, observed: Observed, 
                 "not verified, and users call kernels at sizes the check never drew (a condition on a "
                 "meta-parameter or a literal alone is dead code and does not count)"))
     crossed: list[str] = []
-    for size, change, line in crossing_sizes(task, candidate, observed.probes):
+    for size, change, line in crossing_sizes(task, candidate):
         if size_key(size) in tried:
             continue
         r = check(size, observed)
