@@ -105,6 +105,10 @@ def test_a_dimension_that_reaches_the_value_by_any_route_is_kept(task, host):
     "n = int(x[0, 0].item())\n_k[(1,)](x, y, 1, n, BLOCK=BLOCK)",  # data
     "n = (lambda: x.shape[1])()\n_k[(1,)](x, y, 1, n, BLOCK=BLOCK)",
     "global LIMIT\nLIMIT = x.shape[0]\n_k[(1,)](x, y, 1, x.shape[1], BLOCK=BLOCK)",  # the constant is not one
+    "z = x\nz.resize_(x.shape[1], x.shape[0])\n_k[(1,)](x, y, 1, x.shape[1], BLOCK=BLOCK)",  # reshaped by an alias
+    "torch.Tensor.resize_(x, (x.shape[1], x.shape[0]))\n_k[(1,)](x, y, 1, x.shape[1], BLOCK=BLOCK)",
+    "f = [torch.Tensor.resize_]\nf[0](x, (x.shape[1], x.shape[0]))\n_k[(1,)](x, y, 1, x.shape[1], BLOCK=BLOCK)",
+    "_k[(1,)](*(x, y, x.shape[0]), BLOCK=BLOCK)",  # which argument is which is not followed
 ])
 def test_code_it_does_not_follow_is_fed_by_every_dimension(task, host):
     assert dims(task, host) in (EVERY, {"any"})

@@ -48,7 +48,7 @@ class Feeds:
         self.fixed = _module_constants(tree) | {k for k in candidate.params}
         self.axes = _axes(task, base, free)
         self.sites = {name: _sites(tree, name) for name in self.functions}
-        self.scopes = {name: _Scope(f) for name, f in self.functions.items()}
+        self.scopes = {name: _Scope(f, set(self.functions)) for name, f in self.functions.items()}
 
     def of(self, function: str, node: ast.expr) -> frozenset[str]:
         """The dimensions that can feed the value of `node`, an expression of the top-level `function`."""
@@ -122,7 +122,7 @@ class Feeds:
     def _tensor_axes(self, fn: str, name: str) -> list[frozenset[str]] | None:
         """The dimensions feeding each axis of `name` where it is a tensor parameter of ``launch``, unassigned."""
         scope = self.scopes[fn]
-        if fn != "launch" or self.axes is None or name in scope.bound or name in scope.opaque or name in scope.mutated:
+        if fn != "launch" or self.axes is None or name not in scope.shape_only:
             return None
         positional = [a.arg for a in self.functions[fn].args.args]
         if name not in positional:
@@ -164,6 +164,8 @@ class Feeds:
         positional = [a.arg for a in node.args.args]
         out: frozenset[str] = frozenset()
         for caller, call, _ in sites:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return self.every  # `*args` or `**kwargs` at a site: which argument is which is not followed
             given = _argument(call, positional, name)
             if given is None:
                 default = _default(node, name)
@@ -196,7 +198,7 @@ class _Scope:
     """One top-level function: its parameters, the values bound to each local name (each with the tests of
     the statements its binding sits under), the names it cannot follow, and the guards of every node."""
 
-    def __init__(self, fn: ast.FunctionDef) -> None:
+    def __init__(self, fn: ast.FunctionDef, functions: set[str]) -> None:
         args = fn.args
         self.params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
         self.opaque = {a.arg for a in (args.vararg, args.kwarg) if a is not None}
@@ -228,6 +230,7 @@ class _Scope:
                       for e in ([n.test] if isinstance(n, (ast.If, ast.While)) else
                                 [n.iter] if isinstance(n, (ast.For, ast.AsyncFor)) else [])]
         self._body(fn.body, every_test if jumps else [])
+        self.shape_only = _shape_only(fn, functions) - set(self.bound) - self.opaque - self.mutated
 
     def _body(self, stmts: list[ast.stmt], guards: list[ast.expr]) -> None:
         for s in stmts:
@@ -287,6 +290,39 @@ class _Scope:
         # a subscript or attribute target changes an object in place: its base is `mutated`
 
 
+def _shape_only(fn: ast.FunctionDef, functions: set[str]) -> set[str]:
+    """The parameters of `fn` used only where their shape cannot change: read for a shape, a stride, a size,
+    an element count, a dtype or a device, or passed to a kernel launch. One used otherwise (bound to
+    another name, passed to a function, a method called on it) may be reshaped in place under an alias."""
+    parents = {id(child): node for node in ast.walk(fn) for child in ast.iter_child_nodes(node)}
+    params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
+    stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    kernels = functions - stored - params
+    unsafe: set[str] = set()
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Name) and node.id in params and isinstance(node.ctx, ast.Load)):
+            continue
+        up = parents.get(id(node))
+        if isinstance(up, ast.Attribute) and up.attr in ("shape", "dtype", "device", "ndim"):
+            continue
+        if isinstance(up, ast.Attribute) and up.attr in ("stride", "size", "numel", "dim"):
+            call = parents.get(id(up))
+            if isinstance(call, ast.Call) and call.func is up:
+                continue
+        call = parents.get(id(up)) if isinstance(up, ast.keyword) else up
+        passed = isinstance(up, ast.keyword) or (isinstance(call, ast.Call) and node in call.args)
+        if passed and isinstance(call, ast.Call) and _launches(call, kernels):
+            continue  # an argument of a launch `kernel[grid](...)`
+        unsafe.add(node.id)
+    return params - unsafe
+
+
+def _launches(call: ast.Call, kernels: set[str]) -> bool:
+    """Whether `call` is ``kernel[grid](...)`` of one of the module's functions `kernels` (not shadowed)."""
+    f = call.func
+    return isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name) and f.value.id in kernels
+
+
 def _base_names(node: ast.expr) -> set[str]:
     """The name an attribute or subscript chain starts from (``a`` of ``a.b[0].c``)."""
     while isinstance(node, (ast.Attribute, ast.Subscript)):
@@ -329,7 +365,7 @@ def _sites(tree: ast.Module, name: str) -> list[tuple[str, ast.Call, bool]] | No
         if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) and id(node) not in direct:
             return None
     for fn in tree.body:
-        if isinstance(fn, ast.FunctionDef) and fn.name != name and name in _Scope(fn).bound:
+        if isinstance(fn, ast.FunctionDef) and fn.name != name and name in _Scope(fn, set()).bound:
             return None  # shadowed somewhere: the sites found may not be this function's
     return sites
 
