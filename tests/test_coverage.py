@@ -243,36 +243,9 @@ def test_a_wrong_program_is_reached_by_a_size_that_holds_it(softmax):
     assert honest.ok and '"rows":201' in honest.reason, honest.reason
 
 
-HARMLESS_TWICE = '''
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _softmax(x_ptr, y_ptr, n_cols, sx, n, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    offs = tl.arange(0, BLOCK)
-    mask = offs < n_cols
-    x = tl.load(x_ptr + row * sx + offs, mask=mask, other=-float("inf"))
-    e = tl.exp(x - tl.max(x, axis=0))
-    out = e / tl.sum(e, axis=0)
-    if n > 40:
-        out = out * 0.5
-    tl.store(y_ptr + row * sx + offs, out, mask=mask)
-
-
-def launch(x, y):
-    rows, cols = x.shape
-    scratch = torch.zeros((1,), dtype=x.dtype, device=x.device)
-    _softmax[(1,)](scratch, scratch, 1, 1, 1000, BLOCK=2)  # the wrong branch, taken where nobody looks
-    _softmax[(rows,)](x, y, cols, x.stride(0), rows, BLOCK=triton.next_power_of_2(cols))
-'''
-
-
 def test_a_branch_taken_harmlessly_by_another_launch_is_still_crossed(softmax):
     # both outcomes of `if n > 40` run at every check size (a launch into scratch takes the branch), so every line
     # ran; but the launch that writes the output passes the row count, and only rows past 40 take the wrong branch
     # there: the rows are moved, since they feed `n`
-    r = softmax.evaluate(Candidate.from_source(HARMLESS_TWICE))
+    r = softmax.evaluate(covered("harmless_twice"))
     assert r.status is Status.WRONG_OUTPUT and '"rows":41' in r.reason, r.reason
