@@ -36,12 +36,6 @@ def key(line: int, kind: int) -> int:
     return line * 4 + kind
 
 
-def outcomes_run(line: int, seen: set[int]) -> tuple[bool, bool]:
-    """(the body of the ``if``/``while`` at `line` was entered, it was skipped) in the runs whose probe keys
-    are `seen`."""
-    return key(line, TAKEN) in seen, key(line, NOT_TAKEN) in seen
-
-
 @dataclass(frozen=True)
 class Point:
     """A point of the candidate's code (see the module docstring); `required`: statically, before the
@@ -149,7 +143,7 @@ def unreached(source: str, seen: set[int]) -> list[Point]:
         node = branches.get(line)
         if node is None:
             continue
-        taken, skipped = outcomes_run(line, seen)
+        taken, skipped = key(line, TAKEN) in seen, key(line, NOT_TAKEN) in seen
         if taken and not skipped:
             dead |= {key(line, NOT_TAKEN)} | set(_keys(node.orelse))
         elif skipped and not taken:
