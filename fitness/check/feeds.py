@@ -47,8 +47,8 @@ class Feeds:
         self.modules = _imported(tree)
         self.fixed = _module_constants(tree) | {k for k in candidate.params}
         self.axes = _axes(task, base, free)
-        self.sites = {name: _sites(tree, name) for name in self.functions}
         self.scopes = {name: _Scope(f, set(self.functions)) for name, f in self.functions.items()}
+        self.sites = {name: _sites(tree, name, self.scopes) for name in self.functions}
 
     def of(self, function: str, node: ast.expr) -> frozenset[str]:
         """The dimensions that can feed the value of `node`, an expression of the top-level `function`."""
@@ -343,9 +343,10 @@ def _default(fn: ast.FunctionDef, name: str) -> ast.expr | None:
     return next((d for a, d in pairs if a.arg == name), None)
 
 
-def _sites(tree: ast.Module, name: str) -> list[tuple[str, ast.Call, bool]] | None:
+def _sites(tree: ast.Module, name: str, scopes: dict[str, _Scope]) -> list[tuple[str, ast.Call, bool]] | None:
     """Every (calling top-level function, call, is a launch) of function `name`; None when the name is
-    used other than by calling or launching it (passed, stored, called from module level)."""
+    used other than by calling or launching it (passed, stored, called from module level) or bound in
+    another function (`scopes`: each top-level function's)."""
     sites: list[tuple[str, ast.Call, bool]] = []
     direct: set[int] = set()
     for fn in tree.body:
@@ -364,9 +365,8 @@ def _sites(tree: ast.Module, name: str) -> list[tuple[str, ast.Call, bool]] | No
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) and id(node) not in direct:
             return None
-    for fn in tree.body:
-        if isinstance(fn, ast.FunctionDef) and fn.name != name and name in _Scope(fn, set()).bound:
-            return None  # shadowed somewhere: the sites found may not be this function's
+    if any(other != name and name in scope.bound for other, scope in scopes.items()):
+        return None  # shadowed somewhere: the sites found may not be this function's
     return sites
 
 
