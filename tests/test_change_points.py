@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from evo.contracts.candidate import Candidate
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask
-from fitness.check.change_points import change_points, outcomes
+from fitness.check.change_points import change_points, first_break, outcomes, values
 from fitness.check.crossings import compared, crossing_sizes
 from fitness.check.thresholds import base_size
 
@@ -53,6 +53,44 @@ def test_solved_change_points_are_those_of_the_condition_evaluated_value_by_valu
     assert [p for p in got[0] if p < window] == expected
 
 
+def turns(text: str, last: int) -> int | None:
+    found = values(ast.parse(text, mode="eval").body, {})
+    assert found is not None and found[1] == "n", text
+    return first_break(found[0], last)
+
+
+def test_a_value_turns_where_it_leaves_the_law_it_followed_up_to_the_largest_size_seen():
+    assert turns("min(n // 5000, 1)", 7) == 5000  # constant, then a step
+    assert turns("min(n, 5000)", 2053) == 5001  # a line, then a clip
+    assert turns("max(min(n, 100), n - 4900)", 2053) == 5001  # a clip the check saw, then another
+    assert turns("max(n % 128, n - 5000)", 2053) == 5120  # a staircase, then a line over it
+    assert turns("(n >> 13) & 1", 7) == 8192
+    assert turns("(n / 5000.0).to(tl.int32)", 7) == 5000  # a cast truncates
+    assert turns("tl.maximum(n * 1.0 - 5000.0, 0.0)", 7) == 5001
+    assert turns("min(n * n, 25000000)", 100) == 5001  # a square, then a clip
+    assert turns("tl.where(n > 300, 1, 0)", 17) == 301
+
+
+def test_a_staircase_the_check_climbed_or_a_plain_curve_does_not_turn():
+    assert turns("triton.cdiv(n, 128)", 2053) is None
+    assert turns("n % 100", 2053) is None
+    assert turns("n & 3", 2053) is None
+    assert turns("n * n * 3 + 7", 100) is None
+    assert turns("min(n, 1500)", 2053) is None  # turned at 1501, inside the sizes the check ran
+    assert turns("min(n, 5000)", 2) is None  # too few values seen to know a line (two differences at least)
+    assert turns("min(n // 5000, 1)", 2) == 5000  # but enough for a constant (programs 0 .. 2 of rows 1 .. 3)
+    assert turns("min(n, 5000)", 3) == 5001
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(t=st.integers(20, 1 << 20), last=st.integers(5, 19), form=st.sampled_from([
+    ("min(n // {t}, 1)", 0), ("n // {t} % 2", 0), ("n - min(n, {t})", 1), ("max(n, {t}) - {t}", 1),
+    ("min(max(n - {t}, 0), 1)", 1), ("int(n / ({t} + 0.5))", 1), ("abs(n - {t}) + n", 1)]))
+def test_a_value_that_turns_past_the_sizes_seen_turns_where_its_first_different_value_is(t, last, form):
+    text, shift = form
+    assert turns(text.format(t=t), last) == t + shift
+
+
 def test_the_crossings_know_an_index_from_a_count():
     source = '''
 import triton
@@ -69,7 +107,7 @@ def _k(x_ptr, n, BLOCK: tl.constexpr):
 def launch(x):
     _k[(x.shape[0],)](x, x.shape[0], BLOCK=16)
 '''
-    found = compared(Candidate.from_source(source))
+    found = [s for s in compared(Candidate.from_source(source)) if s.turn is None]
     index = [s for s in found if s.index]
     count = [s for s in found if not s.index]
     assert index and index[0].outcome is not None and list(change_points(index[0].outcome)) == [200, 208]
@@ -110,7 +148,7 @@ def test_a_condition_is_crossed_along_the_dimensions_that_feed_it():
     def crossed(candidate: Candidate) -> set[tuple[int, str]]:
         base = {"rows": 3, "cols": 17}
         return {(line, next(d for d in ("rows", "cols") if size[d] != base[d]))
-                for size, _, line in crossing_sizes(task, candidate)}
+                for size, _, line, _ in crossing_sizes(task, candidate)}
 
     assert crossed(Candidate.from_source(SPLITS)) == {(first, "cols"), (last, "cols")}
     two = Candidate.from_source(SPLITS.replace("if cols > 4100:", "if (rows > 3000) & (cols < 9000):"))

@@ -230,6 +230,19 @@ def test_a_split_behind_arithmetic_or_a_combination_is_solved_and_crossed(softma
         assert f"to reach {reached}," in r.reason, r.reason
 
 
+@settings(max_examples=4, deadline=None, derandomize=True)
+@given(threshold=st.integers(min_value=4100, max_value=9000), form=st.sampled_from([
+    ("min(cols // LIMIT, 1)", 0), ("cols // LIMIT %% 2", 0), ("min(cols - min(cols, LIMIT), 1)", 1),
+    ("min(max(cols, LIMIT) - LIMIT, 1)", 1), ("int(cols / (LIMIT + 0.5))", 1)]))
+def test_a_path_split_by_a_value_that_turns_with_no_comparison_is_crossed(softmax, threshold, form):
+    # the scale is 1 at every check and bench size and 0.75 past the threshold, with no comparison anywhere: the
+    # step, clip or cast is evaluated over the sizes and crossed where it leaves the constant it was
+    text, shift = form
+    r = softmax.evaluate(Candidate.from_source(WHERE_PAST % (threshold, text)))
+    assert r.status is Status.WRONG_OUTPUT and f"which the check chose to reach {threshold + shift}," in r.reason \
+        and "leaves the law it follows at every check size" in r.reason, (threshold, form, r.reason)
+
+
 WRONG_ROW = WHERE_PAST.replace("    row = tl.program_id(0)\n",
                                "    row = tl.program_id(0)\n    scale = tl.where(%s, 0.5, 1.0)\n")
 
@@ -241,6 +254,16 @@ def test_a_wrong_program_is_reached_by_a_size_that_holds_it(softmax):
     assert r.status is Status.WRONG_OUTPUT and '"rows":201' in r.reason and "to reach 200," in r.reason, r.reason
     honest = softmax.evaluate(Candidate.from_source(source.replace("0.5, 1.0", "1.0, 1.0")))
     assert honest.ok and '"rows":201' in honest.reason, honest.reason
+
+
+def test_a_program_past_a_step_of_the_program_id_is_reached_and_its_honest_twin_passes(softmax):
+    # `tl.minimum(row // 300, 1)` is 0 for every program of every check size and 1 from program 300 on: the rows
+    # are moved to 301, which holds program 300
+    source = WRONG_ROW.replace("tl.where(%s, 0.5, 1.0)", "1.0 - 0.5 * tl.minimum(row // 300, 1)") % (4101, "cols < 0")
+    r = softmax.evaluate(Candidate.from_source(source))
+    assert r.status is Status.WRONG_OUTPUT and '"rows":301' in r.reason and "to reach 300," in r.reason, r.reason
+    honest = softmax.evaluate(Candidate.from_source(source.replace("1.0 - 0.5 * tl", "1.0 - 0.0 * tl")))
+    assert honest.ok and '"rows":301' in honest.reason, honest.reason
 
 
 def test_a_branch_taken_harmlessly_by_another_launch_is_still_crossed(softmax):

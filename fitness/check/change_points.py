@@ -35,6 +35,27 @@ _CMP: dict[type, Callable[[Value, Value], Value]] = {
 }
 
 
+def _next_power_of_2(a: Value) -> Value:
+    if isinstance(a, np.ndarray):
+        return np.left_shift(1, np.ceil(np.log2(np.maximum(a, 1))).astype(np.int64))
+    if isinstance(a, float):
+        raise _NotSolvable
+    return 1 << max(a - 1, 0).bit_length()
+
+
+def _int(a: Value) -> Value:
+    return np.trunc(a).astype(np.int64) if isinstance(a, np.ndarray) else int(a)
+
+
+# calls a value may take a turn through, by their last name: (arguments, the function over the domain)
+_CALLS: dict[str, tuple[int, Callable[..., Value]]] = {
+    "minimum": (2, np.minimum), "maximum": (2, np.maximum), "abs": (1, np.abs), "fabs": (1, np.abs),
+    "floor": (1, np.floor), "ceil": (1, np.ceil), "trunc": (1, np.trunc), "int": (1, _int),
+    "float": (1, lambda a: a * 1.0), "clamp": (3, lambda a, lo, hi: np.minimum(np.maximum(a, lo), hi)),
+    "where": (3, np.where), "next_power_of_2": (1, _next_power_of_2),
+}
+
+
 @functools.cache
 def _domain() -> np.ndarray:
     """The unknown's values, made once (16 MB); read only: every operation on it makes a new array."""
@@ -99,6 +120,12 @@ class _Side:
                 a, b = self.eval(e.args[0]), self.eval(e.args[1])
                 self._nonzero(b)
                 return (a + b - 1) // b
+            if name in _CALLS and len(e.args) == _CALLS[name][0]:
+                with np.errstate(all="ignore"):
+                    return _CALLS[name][1](*(self.eval(a) for a in e.args))
+            if name == "to" and len(e.args) == 1 and isinstance(e.func, ast.Attribute):
+                inner = self.eval(e.func.value)  # a cast: ``(n / 7).to(tl.int32)`` truncates
+                return np.trunc(inner).astype(np.int64) if "int" in ast.unparse(e.args[0]) else inner * 1.0
         return self._atom(e)
 
     def _binop(self, e: ast.BinOp) -> Value:
@@ -140,6 +167,72 @@ def outcomes(condition: ast.expr, names: dict[str, int]) -> tuple[np.ndarray, st
     if side.unknown is None:
         return None
     return np.broadcast_to(np.asarray(truth, dtype=bool), (DOMAIN,)), side.unknown
+
+
+def values(e: ast.expr, names: dict[str, int]) -> tuple[np.ndarray, str] | None:
+    """(the value of the expression `e` at each value of its one unknown over the domain, as float64 where
+    it is fractional; the unknown's text), or None as for `outcomes`."""
+    side = _Side(names)
+    try:
+        out = side.eval(e)
+    except (_NotSolvable, OverflowError, ZeroDivisionError, TypeError, ValueError):
+        return None
+    if side.unknown is None or not isinstance(out, np.ndarray) or out.shape != (DOMAIN,):
+        return None
+    if out.dtype == bool:
+        out = out.astype(np.int64)
+    if out.dtype.kind == "f" and not np.isfinite(out).all():
+        return None
+    return out, side.unknown
+
+
+LAW_PERIODS = 4096  # the longest period a value's law is looked for with (a block of 4096 elements)
+_ORDERS = (1, 2, 3)
+
+
+def first_break(v: np.ndarray, last: int) -> int | None:
+    """The first value past `last` at which `v` leaves the law it follows up to `last`, or None.
+
+    A law is a (period, order) under which the order-th difference of `v` at that lag is zero: a constant or
+    a line (period 1, order 1 or 2), a square or a cube (order 3), a staircase such as ``cdiv(n, 128)`` or
+    ``n % 100`` (period 128 or 100). The law taken is the first, shortest period first, that holds over a
+    long window ending at `last` (sixteen periods, 256 values at least), else the first that holds over a
+    short one (four periods, 16 values): ``n % 100`` seen up to 2053 is a staircase, not the line it is
+    from 2000 to 2053; ``max(min(n, 100), n - 4900)`` is the constant 100 from 101 on. ``min(n, 5000)``
+    leaves its line at 5001; ``n // 5000`` leaves its constant at 5000; ``cdiv(n, 128)`` never leaves its
+    staircase. Past `last` the check has not seen what the value does; a kernel that takes another path
+    where the value turns is checked there (`fitness.check.crossings`)."""
+    if last < 2 or last >= DOMAIN - 1:  # a law needs three values at least (rows 1 .. 3 hold programs 0 .. 2)
+        return None
+    x = v.astype(np.float64)
+    fallback: tuple[int, int] | None = None
+    for period in range(1, min(LAW_PERIODS, last // 2) + 1):
+        for order in _ORDERS:
+            if not _holds_up_to(x, period, order, last, max(4 * period, 16)):
+                continue
+            if _holds_up_to(x, period, order, last, max(16 * period, 256)):
+                return _leaves(x, period, order, last)
+            fallback = fallback or (period, order)
+    return None if fallback is None else _leaves(x, *fallback, last)
+
+
+def _holds_up_to(x: np.ndarray, period: int, order: int, last: int, window: int) -> bool:
+    start = max(order * period, last - window)
+    return last - start + 1 >= max(2 * period, 2) and bool(_holds(x, period, order, start, last + 1).all())
+
+
+def _leaves(x: np.ndarray, period: int, order: int, last: int) -> int | None:
+    beyond = np.flatnonzero(~_holds(x, period, order, last + 1, DOMAIN))
+    return int(last + 1 + beyond[0]) if beyond.size else None
+
+
+def _holds(x: np.ndarray, period: int, order: int, lo: int, hi: int) -> np.ndarray:
+    """Whether the order-th difference of `x` at lag `period` is zero, at each of the values lo .. hi - 1."""
+    d = x[lo - order * period:hi]
+    for _ in range(order):
+        d = d[period:] - d[:-period]
+    scale = np.abs(x[lo:hi]) + np.abs(x[lo - order * period:hi - order * period]) + 1.0
+    return np.abs(d) <= 1e-9 * scale
 
 
 def change_points(truth: np.ndarray) -> np.ndarray:

@@ -19,16 +19,18 @@ value loaded from memory, a container, a helper's result), every free dimension 
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
 import functools
 import itertools
+from typing import NamedTuple
 
 import numpy as np
 
 from evo.contracts.candidate import Candidate
 from evo.contracts.syntax import parse_expression, parse_module
 from evo.contracts.task import Size, Task, size_key
-from fitness.check.change_points import DOMAIN, change_points, is_condition, outcomes
+from fitness.check.change_points import DOMAIN, change_points, first_break, is_condition, outcomes, values
 from fitness.check.feeds import Feeds
 from fitness.check.fixed import reachable
 from fitness.check.thresholds import LARGEST_THRESHOLD, MAX_ELEMENTS, base_size, constants, cost, value
@@ -46,6 +48,8 @@ class Split:
     outcome: np.ndarray | None = None
     past: int = 0
     dims: frozenset[str] | None = None  # the dimensions that can change it (`fitness.check.feeds`); None: any
+    turn: ast.expr | None = None  # a value that may turn without a comparison (``min(n // 5000, 1)``)
+    names: dict[str, int] = dataclasses.field(default_factory=dict)  # the fixed names `turn` reads
 
     @functools.cached_property
     def points(self) -> np.ndarray:
@@ -54,7 +58,13 @@ class Split:
 
     def first_unseen(self, seen_sizes: list[int]) -> int | None:
         """The first value at which the outcome differs from every outcome the sizes `seen_sizes` of the
-        unknown's dimension gave (None when none does): the value a size must take or hold."""
+        unknown's dimension gave (None when none does): the value a size must take or hold. For a value
+        (`turn`), the first value past the sizes seen at which it leaves the law it followed up to them."""
+        if self.turn is not None:
+            largest = max(seen_sizes, default=0)
+            found = values(self.turn, self.names)  # made again when asked: 16 MB a value, not kept
+            point = None if found is None else first_break(found[0], largest - 1 if self.index else largest)
+            return point if point is not None and 2 <= point <= LARGEST_THRESHOLD + 1 else None
         if self.outcome is None:
             return self.past if max(seen_sizes, default=0) < self.past else None
         if self.index:
@@ -83,11 +93,21 @@ def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
         if not (isinstance(fn, ast.FunctionDef) and fn.name in live):
             continue
         assigned = _assignments(fn)
+        once = _bound_once(fn)
         for node in ast.walk(fn):
+            if isinstance(node, ast.expr) and not is_condition(node) and _turns(node):
+                dims = feeds.of(fn.name, node) if feeds is not None else None
+                if dims is None or dims:
+                    turn = _inline(node, once)
+                    found = values(turn, names)
+                    if found is not None:
+                        out.append(Split(node.lineno, _is_index(found[1], assigned), dims=dims, turn=turn,
+                                         names=names))
+                continue
             if not (isinstance(node, ast.expr) and is_condition(node)):
                 continue
             dims = feeds.of(fn.name, node) if feeds is not None else None
-            solved = outcomes(node, names)
+            solved = outcomes(_inline(node, once), names)
             if solved is not None:
                 truth, unknown = solved
                 out.append(Split(node.lineno, _is_index(unknown, assigned), truth, dims=dims))
@@ -98,6 +118,55 @@ def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
                     if (va is None) != (vb is None) and t is not None and 1 <= t <= LARGEST_THRESHOLD:
                         out.append(Split(node.lineno, False, past=t + 1, dims=dims))
     return out
+
+
+# operations through which a value can turn without a comparison: a step, a remainder, a clip, a cast
+_TURNING_OPS = (ast.FloorDiv, ast.Mod, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor)
+_TURNING_CALLS = {"min", "max", "minimum", "maximum", "abs", "fabs", "floor", "ceil", "trunc", "int", "clamp",
+                  "where", "to", "cdiv"}
+
+
+def _turns(node: ast.expr) -> bool:
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, _TURNING_OPS)
+    return isinstance(node, ast.Call) and ast.unparse(node.func).rsplit(".", 1)[-1] in _TURNING_CALLS
+
+
+def _bound_once(fn: ast.FunctionDef) -> dict[str, ast.expr]:
+    """The local names of `fn` bound exactly once, by ``name = value`` (or ``a, b = x.shape``), with their
+    value: a condition or value reading them is read through them (``bad = rows // 5000`` then ``bad > 0``
+    is ``rows // 5000 > 0``)."""
+    stores: dict[str, int] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, ast.arg):
+            stores[node.arg] = stores.get(node.arg, 0) + 2  # a parameter is bound by every call
+    out: dict[str, ast.expr] = {}
+    for s in ast.walk(fn):
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1):
+            continue
+        t = s.targets[0]
+        if isinstance(t, ast.Name) and stores.get(t.id) == 1:
+            out[t.id] = s.value
+        elif isinstance(t, ast.Tuple) and isinstance(s.value, ast.Attribute) and s.value.attr == "shape":
+            for i, e in enumerate(t.elts):
+                if isinstance(e, ast.Name) and stores.get(e.id) == 1:
+                    out[e.id] = ast.Subscript(s.value, ast.Constant(i), ast.Load())
+    return out
+
+
+def _inline(node: ast.expr, once: dict[str, ast.expr], depth: int = 8) -> ast.expr:
+    """`node` with each name bound once replaced by its value (to `depth` levels); a new tree."""
+
+    class _Inline(ast.NodeTransformer):
+        def visit_Name(self, name: ast.Name) -> ast.expr:
+            value = once.get(name.id)
+            if value is None or depth == 0 or not isinstance(name.ctx, ast.Load):
+                return name
+            return _inline(value, once, depth - 1)
+
+    return _Inline().visit(copy.deepcopy(node))
 
 
 def _assignments(fn: ast.FunctionDef) -> dict[str, list[str]]:
@@ -122,13 +191,32 @@ def _is_index(text: str, assigned: dict[str, list[str]], seen: frozenset[str] = 
     return any(_is_index(v, assigned, seen | names) for n in names for v in assigned.get(n, []))
 
 
-def crossing_sizes(task: Task, candidate: Candidate) -> list[tuple[Size, int, int]]:
-    """(size, value, line) to try: a free dimension of the small check size that can change a condition
-    (`fitness.check.feeds`) moved to the first value at which the condition takes an outcome no check size
-    of that dimension gave it (holding that value, for an index); cheapest first, at most `MAX_CROSSINGS`."""
+class Crossing(NamedTuple):
+    """A size to try: a free dimension moved to `change` (or past it, for an index) for the condition or the
+    value (`turn`) on `line`."""
+
+    size: Size
+    change: int
+    line: int
+    turn: bool
+
+    def why(self, lines: list[str]) -> str:
+        text = lines[self.line - 1].strip() if 0 < self.line <= len(lines) else ""
+        if self.turn:
+            return (f"which the check chose to reach {self.change}, where the value on line {self.line} ({text}) "
+                    "leaves the law it follows at every check size")
+        return (f"which the check chose to reach {self.change}, where the condition on line {self.line} ({text}) "
+                "takes an outcome no check size gave it")
+
+
+def crossing_sizes(task: Task, candidate: Candidate) -> list[Crossing]:
+    """Sizes to try: a free dimension of the small check size that can change a condition or a value
+    (`fitness.check.feeds`) moved to the first value at which the condition takes an outcome no check size of
+    that dimension gave it, or the value leaves its law (holding that value, for an index); cheapest first, at
+    most `MAX_CROSSINGS`."""
     base, free = base_size(task)
     known = {size_key(s) for s in task.check_sizes}
-    found: dict[str, tuple[Size, int, int]] = {}
+    found: dict[str, Crossing] = {}
     feeds = Feeds(task, candidate, parse_module(candidate.source), base, free)
     for split in compared(candidate, feeds):
         for dim in free if split.dims is None else [d for d in free if d in split.dims]:
@@ -138,5 +226,5 @@ def crossing_sizes(task: Task, candidate: Candidate) -> list[tuple[Size, int, in
             size = {**base, dim: change + 1 if split.index else change}
             key = size_key(size)
             if key not in known and key not in found and cost(size) <= MAX_ELEMENTS:
-                found[key] = (size, change, split.line)
-    return sorted(found.values(), key=lambda f: cost(f[0]))[:MAX_CROSSINGS]
+                found[key] = Crossing(size, change, split.line, split.turn is not None)
+    return sorted(found.values(), key=lambda f: cost(f.size))[:MAX_CROSSINGS]

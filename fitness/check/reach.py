@@ -89,15 +89,13 @@ def reach(candidate: Candidate, task: Task, ev: Evaluation, observed: Observed, 
                 "not verified, and users call kernels at sizes the check never drew (a condition on a "
                 "meta-parameter or a literal alone is dead code and does not count)"))
     crossed: list[str] = []
-    for size, change, line in crossing_sizes(task, candidate):
-        if size_key(size) in tried:
+    for crossing in crossing_sizes(task, candidate):
+        if size_key(crossing.size) in tried:
             continue
-        r = check(size, observed)
-        crossed.append(size_key(size))
+        r = check(crossing.size, observed)
+        crossed.append(size_key(crossing.size))
         if not r.ok:
-            text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-            return _failed_at(ev, r, size, f"which the check chose to reach {change}, where the condition on line "
-                                           f"{line} ({text}) takes an outcome no check size gave it")
+            return _failed_at(ev, r, crossing.size, crossing.why(lines))
     chosen = [*tried, *crossed]
     extra = f" (with {len(chosen)} size(s) the check chose: {', '.join(chosen)})" if chosen else ""
     return ev.with_(reason=f"{ev.reason}; every line of its code ran in the check{extra}")
