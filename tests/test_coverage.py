@@ -266,6 +266,16 @@ def test_a_program_past_a_step_of_the_program_id_is_reached_and_its_honest_twin_
     assert honest.ok and '"rows":301' in honest.reason, honest.reason
 
 
+def test_a_value_that_turns_on_a_kernel_parameter_is_crossed_in_the_launch_s_terms(softmax):
+    # the kernel's `half // 300` reads `rows // 2`, the value the launch passes: moving the rows to 300 would
+    # leave `half` at 150; the check moves them to 600
+    wrong = covered("turn_through_a_launch")
+    r = softmax.evaluate(wrong)
+    assert r.status is Status.WRONG_OUTPUT and '"rows":600' in r.reason and "to reach 600," in r.reason, r.reason
+    honest = softmax.evaluate(Candidate.from_source(wrong.source.replace("0.5 * tl", "0.0 * tl")))
+    assert honest.ok and '"rows":600' in honest.reason, honest.reason
+
+
 def test_a_branch_taken_harmlessly_by_another_launch_is_still_crossed(softmax):
     # both outcomes of `if n > 40` run at every check size (a launch into scratch takes the branch), so every line
     # ran; but the launch that writes the output passes the row count, and only rows past 40 take the wrong branch

@@ -10,6 +10,13 @@ check size with that dimension at it (one more for an index: rows 201 hold row 2
 `MAX_CROSSINGS` sizes, cheapest first), checked like a check size. A wrong result there is the verdict,
 at a size the check chose.
 
+A value can turn without a comparison: ``bad = min(rows // 5000, 1)``, ``rows - min(rows, 5000)``. Every
+step, remainder, shift, mask, ``min``/``max``, clip, cast and ``where`` on one unknown is evaluated over
+the unknown's values, and a size is tried where it first leaves the law it follows up to the largest check
+size (`fitness.check.change_points.first_break`). Conditions and values are read through the names their
+function binds once, and in a kernel once more per launch site, with each parameter replaced by what the
+site passes (``half // 3000`` with ``rows // 2`` for ``half`` turns at 6000 rows).
+
 Which dimensions can change a condition's value is followed through the code (`fitness.check.feeds`): a
 softmax's ``if triton.next_power_of_2(cols) <= MAX_BLOCK`` is crossed at cols 8193 and not also at rows
 8193 (8193 programs in the interpreter), since no row count changes it. Where the code does not say (a
@@ -31,7 +38,7 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.syntax import parse_expression, parse_module
 from evo.contracts.task import Size, Task, size_key
 from fitness.check.change_points import DOMAIN, change_points, first_break, is_condition, outcomes, values
-from fitness.check.feeds import Feeds
+from fitness.check.feeds import Feeds, argument
 from fitness.check.fixed import reachable
 from fitness.check.thresholds import LARGEST_THRESHOLD, MAX_ELEMENTS, base_size, constants, cost, value
 
@@ -88,36 +95,85 @@ def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
     tree = parse_module(candidate.source) if feeds is None else feeds.tree
     names = constants(candidate, tree)
     live = reachable(tree)
+    functions = {fn.name: fn for fn in tree.body if isinstance(fn, ast.FunctionDef)}
+    once = {name: _bound_once(fn) for name, fn in functions.items()}
+    assigned = {name: _assignments(fn) for name, fn in functions.items()}
     out: list[Split] = []
-    for fn in tree.body:
-        if not (isinstance(fn, ast.FunctionDef) and fn.name in live):
+    for fn in functions.values():
+        if fn.name not in live:
             continue
-        assigned = _assignments(fn)
-        once = _bound_once(fn)
         for node in ast.walk(fn):
-            if isinstance(node, ast.expr) and not is_condition(node) and _turns(node):
-                dims = feeds.of(fn.name, node) if feeds is not None else None
-                if dims is None or dims:
-                    turn = _inline(node, once)
-                    found = values(turn, names)
-                    if found is not None:
-                        out.append(Split(node.lineno, _is_index(found[1], assigned), dims=dims, turn=turn,
-                                         names=names))
+            if not isinstance(node, ast.expr):
                 continue
-            if not (isinstance(node, ast.expr) and is_condition(node)):
+            condition = is_condition(node)
+            if not condition and not _turns(node):
                 continue
             dims = feeds.of(fn.name, node) if feeds is not None else None
-            solved = outcomes(_inline(node, once), names)
-            if solved is not None:
-                truth, unknown = solved
-                out.append(Split(node.lineno, _is_index(unknown, assigned), truth, dims=dims))
-            elif isinstance(node, ast.Compare):
+            if not condition and dims is not None and not dims:
+                continue  # a value no size changes (a condition is kept: the tests read which it is)
+            texts: set[str] = set()
+            solved_any = False
+            for form, scope in _forms(node, fn, once, feeds):
+                if ast.unparse(form) in texts:
+                    continue
+                texts.add(ast.unparse(form))
+                if not condition:
+                    found = values(form, names)
+                    if found is not None:
+                        out.append(Split(node.lineno, _is_index(found[1], assigned[scope]), dims=dims, turn=form,
+                                         names=names))
+                    continue
+                solved = outcomes(form, names)
+                if solved is not None:
+                    solved_any = True
+                    truth, unknown = solved
+                    out.append(Split(node.lineno, _is_index(unknown, assigned[scope]), truth, dims=dims))
+            if condition and not solved_any and isinstance(node, ast.Compare):
                 for a, b in itertools.pairwise([node.left, *node.comparators]):
                     va, vb = value(a, names), value(b, names)
                     t = va if vb is None else vb
                     if (va is None) != (vb is None) and t is not None and 1 <= t <= LARGEST_THRESHOLD:
                         out.append(Split(node.lineno, False, past=t + 1, dims=dims))
     return out
+
+
+def _forms(node: ast.expr, fn: ast.FunctionDef, once: dict[str, dict[str, ast.expr]],
+           feeds: Feeds | None) -> list[tuple[ast.expr, str]]:
+    """`node` read through the names its function binds once; and, in a function called or launched from
+    others (a kernel), once more for each call site with each parameter it reads replaced by the value the
+    site passes (read through the caller's names bound once): a kernel's ``tl.minimum(half // 3000, 1)``
+    launched with ``rows // 2`` for ``half`` turns at 6000 rows, not 3000. Each with the function whose
+    names it is written in."""
+    local = _inline(node, once[fn.name])
+    out = [(local, fn.name)]
+    sites = feeds.sites.get(fn.name) if feeds is not None else None
+    if not sites or fn.args.vararg or fn.args.kwarg or fn.args.posonlyargs:
+        return out
+    params = {a.arg for a in [*fn.args.args, *fn.args.kwonlyargs]}
+    stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    read = {n.id for n in ast.walk(local) if isinstance(n, ast.Name)} & (params - stored)
+    if not read:
+        return out
+    positional = [a.arg for a in fn.args.args]
+    for caller, call, _ in sites:
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            continue
+        given = {name: argument(call, positional, name) for name in read}
+        if all(v is not None for v in given.values()):
+            out.append((_replace(local, {k: _inline(v, once[caller]) for k, v in given.items() if v is not None}),
+                        caller))
+    return out
+
+
+def _replace(node: ast.expr, mapping: dict[str, ast.expr]) -> ast.expr:
+    """`node` with each name in `mapping` replaced by its expression (not read further); a new tree."""
+
+    class _Replace(ast.NodeTransformer):
+        def visit_Name(self, name: ast.Name) -> ast.expr:
+            value = mapping.get(name.id)
+            return copy.deepcopy(value) if value is not None and isinstance(name.ctx, ast.Load) else name
+
+    return _Replace().visit(copy.deepcopy(node))
 
 
 # operations through which a value can turn without a comparison: a step, a remainder, a clip, a cast

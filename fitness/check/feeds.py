@@ -166,7 +166,7 @@ class Feeds:
         for caller, call, _ in sites:
             if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
                 return self.every  # `*args` or `**kwargs` at a site: which argument is which is not followed
-            given = _argument(call, positional, name)
+            given = argument(call, positional, name)
             if given is None:
                 default = _default(node, name)
                 if not isinstance(default, ast.Constant):
@@ -330,7 +330,7 @@ def _base_names(node: ast.expr) -> set[str]:
     return {node.id} if isinstance(node, ast.Name) else set()
 
 
-def _argument(call: ast.Call, positional: list[str], name: str) -> ast.expr | None:
+def argument(call: ast.Call, positional: list[str], name: str) -> ast.expr | None:
     if name in positional and positional.index(name) < len(call.args):
         return call.args[positional.index(name)]
     return next((k.value for k in call.keywords if k.arg == name), None)
