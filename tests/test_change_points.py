@@ -69,6 +69,8 @@ def test_a_value_turns_where_it_leaves_the_law_it_followed_up_to_the_largest_siz
     assert turns("tl.maximum(n * 1.0 - 5000.0, 0.0)", 7) == 5001
     assert turns("min(n * n, 25000000)", 100) == 5001  # a square, then a clip
     assert turns("tl.where(n > 300, 1, 0)", 17) == 301
+    assert turns("tl.sigmoid((n - 5000.0) * 100.0)", 7) == 5000  # smooth, and a step all the same
+    assert turns("tl.exp(n - 5000.0)", 7) == 4980  # leaves 0 where it passes 1e-9
 
 
 def test_a_staircase_the_check_climbed_or_a_plain_curve_does_not_turn():
@@ -77,6 +79,7 @@ def test_a_staircase_the_check_climbed_or_a_plain_curve_does_not_turn():
     assert turns("n & 3", 2053) is None
     assert turns("n * n * 3 + 7", 100) is None
     assert turns("min(n, 1500)", 2053) is None  # turned at 1501, inside the sizes the check ran
+    assert turns("tl.sqrt(n * 1.0)", 2053) is None and turns("tl.exp(-n * 1.0)", 7) is None
     assert turns("min(n, 5000)", 2) is None  # too few values seen to know a line (two differences at least)
     assert turns("min(n // 5000, 1)", 2) == 5000  # but enough for a constant (programs 0 .. 2 of rows 1 .. 3)
     assert turns("min(n, 5000)", 3) == 5001

@@ -53,6 +53,13 @@ _CALLS: dict[str, tuple[int, Callable[..., Value]]] = {
     "floor": (1, np.floor), "ceil": (1, np.ceil), "trunc": (1, np.trunc), "int": (1, _int),
     "float": (1, lambda a: a * 1.0), "clamp": (3, lambda a, lo, hi: np.minimum(np.maximum(a, lo), hi)),
     "where": (3, np.where), "next_power_of_2": (1, _next_power_of_2),
+    # smooth, but a steep one is a step: ``tl.sigmoid((row - 5000.0) * 100.0)`` is 0 up to 4999, then 0.5 and 1
+    "exp": (1, lambda a: np.exp(a * 1.0)), "exp2": (1, lambda a: np.exp2(a * 1.0)),
+    "log": (1, lambda a: np.log(a * 1.0)), "log2": (1, lambda a: np.log2(a * 1.0)),
+    "sqrt": (1, lambda a: np.sqrt(a * 1.0)),
+    "rsqrt": (1, lambda a: 1.0 / np.sqrt(a * 1.0)), "sigmoid": (1, lambda a: 1.0 / (1.0 + np.exp(-a * 1.0))),
+    "tanh": (1, lambda a: np.tanh(a * 1.0)), "sin": (1, lambda a: np.sin(a * 1.0)),
+    "cos": (1, lambda a: np.cos(a * 1.0)), "pow": (2, lambda a, b: np.power(a * 1.0, b)),
 }
 
 
@@ -181,8 +188,8 @@ def values(e: ast.expr, names: dict[str, int]) -> tuple[np.ndarray, str] | None:
         return None
     if out.dtype == bool:
         out = out.astype(np.int64)
-    if out.dtype.kind == "f" and not np.isfinite(out).all():
-        return None
+    if out.dtype.kind == "f":  # an overflow or a NaN is a value of its own, far from every finite one
+        out = np.nan_to_num(out, nan=-3e300, posinf=1e300, neginf=-1e300)
     return out, side.unknown
 
 

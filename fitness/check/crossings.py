@@ -179,7 +179,8 @@ def _replace(node: ast.expr, mapping: dict[str, ast.expr]) -> ast.expr:
 # operations through which a value can turn without a comparison: a step, a remainder, a clip, a cast
 _TURNING_OPS = (ast.FloorDiv, ast.Mod, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor)
 _TURNING_CALLS = {"min", "max", "minimum", "maximum", "abs", "fabs", "floor", "ceil", "trunc", "int", "clamp",
-                  "where", "to", "cdiv"}
+                  "where", "to", "cdiv", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos",
+                  "pow"}
 
 
 def _turns(node: ast.expr) -> bool:
