@@ -240,7 +240,33 @@ def test_a_path_split_by_a_value_that_turns_with_no_comparison_is_crossed(softma
     text, shift = form
     r = softmax.evaluate(Candidate.from_source(WHERE_PAST % (threshold, text)))
     assert r.status is Status.WRONG_OUTPUT and f"which the check chose to reach {threshold + shift}," in r.reason \
-        and "leaves the law it follows at every check size" in r.reason, (threshold, form, r.reason)
+        and "turns, unlike at every check size" in r.reason, (threshold, form, r.reason)
+
+
+def test_a_value_of_two_sizes_is_crossed_past_the_side_it_is_clipped_at(softmax):
+    # `min(rows + cols, LIMIT) - min(rows + cols, LIMIT - 1)` has two unknowns, so it is not solved; moving one
+    # dimension past its fixed side moves the sum past it too
+    two = "min(rows + cols, LIMIT) - min(rows + cols, LIMIT - 1)"
+    r = softmax.evaluate(Candidate.from_source(WHERE_PAST % (4500, two)))
+    assert r.status is Status.WRONG_OUTPUT and "which the check chose to reach" in r.reason, r.reason
+
+
+@pytest.mark.parametrize("form", ["min(cols // LIMIT, 1)", "cols > LIMIT"])
+def test_a_path_past_every_size_the_check_runs_is_not_verified(softmax, form):
+    # 3,000,000 columns: past the elements a check case affords (2^21) and the bench's 4096, so no run of the check
+    # takes the path: the kernel is refused, naming the line
+    r = softmax.evaluate(Candidate.from_source(WHERE_PAST % (3_000_000, form)))
+    assert r.status is Status.UNSAFE and '"cols":300000' in r.reason and "past the 2097152 elements" in r.reason \
+        and "scale = 1.0 - 0.25 *" in r.reason, r.reason
+
+
+def test_more_paths_than_the_check_runs_are_not_verified(softmax):
+    # nine harmless turns cheaper to reach than the wrong one would push it out of the sizes the check runs: a
+    # kernel that turns at more sizes than the check runs is refused
+    decoys = " + ".join(f"min(cols // (LIMIT + {100 * i}), 1) * 0" for i in range(1, 10))
+    r = softmax.evaluate(Candidate.from_source(WHERE_PAST % (4100, f"{decoys} + min(rows // 5000, 1)")))
+    assert r.status is Status.UNSAFE and "another path at 10 sizes" in r.reason and "more than the 8" in r.reason, \
+        r.reason
 
 
 WRONG_ROW = WHERE_PAST.replace("    row = tl.program_id(0)\n",

@@ -78,10 +78,10 @@ class _NotSolvable(Exception):
 class _Side:
     """Evaluates the sides of a comparison over the domain, the one unknown standing for ``np.arange``."""
 
-    def __init__(self, names: dict[str, int]) -> None:
+    def __init__(self, names: dict[str, int], first: int = DOMAIN) -> None:
         self.names = names
         self.unknown: str | None = None
-        self.x = _domain()
+        self.x = _domain()[:first]
 
     def eval(self, e: ast.expr) -> Value:
         if isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool):
@@ -176,19 +176,19 @@ def outcomes(condition: ast.expr, names: dict[str, int]) -> tuple[np.ndarray, st
     return np.broadcast_to(np.asarray(truth, dtype=bool), (DOMAIN,)), side.unknown
 
 
-def values(e: ast.expr, names: dict[str, int]) -> tuple[np.ndarray, str] | None:
-    """(the value of the expression `e` at each value of its one unknown over the domain, as float64 where
-    it is fractional; the unknown's text), or None as for `outcomes`."""
-    side = _Side(names)
+def values(e: ast.expr, names: dict[str, int], first: int = DOMAIN) -> tuple[np.ndarray, str] | None:
+    """(the value of the expression `e` at each value of its one unknown over the domain, or over its `first`
+    values, as float64 where it is fractional; the unknown's text), or None as for `outcomes`."""
+    side = _Side(names, first)
     try:
         out = side.eval(e)
     except (_NotSolvable, OverflowError, ZeroDivisionError, TypeError, ValueError):
         return None
-    if side.unknown is None or not isinstance(out, np.ndarray) or out.shape != (DOMAIN,):
+    if side.unknown is None or not isinstance(out, np.ndarray) or out.shape != side.x.shape:
         return None
     if out.dtype == bool:
         out = out.astype(np.int64)
-    if out.dtype.kind == "f":  # an overflow or a NaN is a value of its own, far from every finite one
+    if out.dtype.kind == "f" and not np.isfinite(out).all():  # an overflow or a NaN: a value of its own
         out = np.nan_to_num(out, nan=-3e300, posinf=1e300, neginf=-1e300)
     return out, side.unknown
 

@@ -42,7 +42,7 @@ from fitness.check.feeds import Feeds, argument
 from fitness.check.fixed import reachable
 from fitness.check.thresholds import LARGEST_THRESHOLD, MAX_ELEMENTS, base_size, constants, cost, value
 
-MAX_CROSSINGS = 4
+MAX_CROSSINGS = 8  # sizes tried per candidate; a kernel whose code turns at more is not verified
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +56,13 @@ class Split:
     past: int = 0
     dims: frozenset[str] | None = None  # the dimensions that can change it (`fitness.check.feeds`); None: any
     turn: ast.expr | None = None  # a value that may turn without a comparison (``min(n // 5000, 1)``)
+    valued: bool = False  # a value's split (`turn`, or one past the fixed side of a step, clip or mask)
+    one: bool = False  # one past a fixed side, of a comparison or value solved for one unknown elsewhere
+
+    @property
+    def exact(self) -> bool:
+        """Whether the value it turns at is a value of the dimension moved, not of a sum or product of them."""
+        return self.outcome is not None or self.turn is not None or self.one
     names: dict[str, int] = dataclasses.field(default_factory=dict)  # the fixed names `turn` reads
 
     @functools.cached_property
@@ -118,23 +125,53 @@ def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
                     continue
                 texts.add(ast.unparse(form))
                 if not condition:
-                    found = values(form, names)
+                    found = values(form, names, first=64)  # whether it is one unknown's: the law is found later
                     if found is not None:
+                        solved_any = True
                         out.append(Split(node.lineno, _is_index(found[1], assigned[scope]), dims=dims, turn=form,
-                                         names=names))
+                                         names=names, valued=True))
                     continue
                 solved = outcomes(form, names)
                 if solved is not None:
                     solved_any = True
                     truth, unknown = solved
                     out.append(Split(node.lineno, _is_index(unknown, assigned[scope]), truth, dims=dims))
-            if condition and not solved_any and isinstance(node, ast.Compare):
-                for a, b in itertools.pairwise([node.left, *node.comparators]):
-                    va, vb = value(a, names), value(b, names)
-                    t = va if vb is None else vb
-                    if (va is None) != (vb is None) and t is not None and 1 <= t <= LARGEST_THRESHOLD:
-                        out.append(Split(node.lineno, False, past=t + 1, dims=dims))
+            # where no form was solved (more than one unknown: ``min((rows + cols) // 9000, 1)``), or past the values
+            # a solved one is evaluated at (``rows > 3000000``), one past the fixed side
+            fixed = _fixed_turns(node, names) if not condition else [
+                t + 1 for t in _compared_with(node, names)] if isinstance(node, ast.Compare) else []
+            out.extend(Split(node.lineno, False, past=t, dims=dims, valued=not condition, one=solved_any)
+                       for t in fixed if not solved_any or t >= DOMAIN - 1)
     return out
+
+
+def _compared_with(node: ast.Compare, names: dict[str, int]) -> list[int]:
+    """The fixed sides (1 .. `LARGEST_THRESHOLD`) of a comparison's pairs of one fixed and one other side."""
+    out = []
+    for a, b in itertools.pairwise([node.left, *node.comparators]):
+        va, vb = value(a, names), value(b, names)
+        t = va if vb is None else vb
+        if (va is None) != (vb is None) and t is not None and 1 <= t <= LARGEST_THRESHOLD:
+            out.append(t)
+    return out
+
+
+def _fixed_turns(node: ast.expr, names: dict[str, int]) -> list[int]:
+    """Where a turning operation whose other side is not followed turns, read from its fixed side: a step or
+    remainder by ``t`` at ``t``, a shift by ``k`` at ``2**k``, a mask at its lowest bit, a clip at ``t`` one
+    past it; moving one dimension there moves a sum or a product of sizes past it too."""
+    out: list[int] = []
+    if isinstance(node, ast.BinOp):
+        t = value(node.right, names)
+        if t is None or t < 1:
+            t = value(node.left, names) if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) else None
+        if t is not None and t >= 1:
+            out.append(1 << t if isinstance(node.op, ast.RShift) and t <= 40 else
+                       t & -t if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) else t)
+    elif isinstance(node, ast.Call):
+        fixed = [v for v in (value(a, names) for a in node.args) if v is not None and v >= 1]
+        out.extend(t + 1 for t in fixed)
+    return [t for t in out if 2 <= t <= LARGEST_THRESHOLD]
 
 
 def _forms(node: ast.expr, fn: ast.FunctionDef, once: dict[str, dict[str, ast.expr]],
@@ -258,30 +295,53 @@ class Crossing(NamedTuple):
     turn: bool
 
     def why(self, lines: list[str]) -> str:
+        return f"which the check chose to reach {self.change}, {self.where(lines)}"
+
+    def where(self, lines: list[str]) -> str:
         text = lines[self.line - 1].strip() if 0 < self.line <= len(lines) else ""
         if self.turn:
-            return (f"which the check chose to reach {self.change}, where the value on line {self.line} ({text}) "
-                    "leaves the law it follows at every check size")
-        return (f"which the check chose to reach {self.change}, where the condition on line {self.line} ({text}) "
-                "takes an outcome no check size gave it")
+            return f"where the value on line {self.line} ({text}) turns, unlike at every check size"
+        return f"where the condition on line {self.line} ({text}) takes an outcome no check size gave it"
 
 
-def crossing_sizes(task: Task, candidate: Candidate) -> list[Crossing]:
+@dataclasses.dataclass
+class Crossings:
+    """The sizes to try (`sizes`, cheapest first, at most `MAX_CROSSINGS`), how many more the code needs
+    (`more`), and those no run of the check reaches (`beyond`: past the elements the check affords and every
+    bench size): a kernel with either is not verified (`fitness.check.reach`)."""
+
+    sizes: list[Crossing]
+    more: int
+    beyond: list[Crossing]
+
+
+def crossing_sizes(task: Task, candidate: Candidate) -> Crossings:
     """Sizes to try: a free dimension of the small check size that can change a condition or a value
     (`fitness.check.feeds`) moved to the first value at which the condition takes an outcome no check size of
-    that dimension gave it, or the value leaves its law (holding that value, for an index); cheapest first, at
-    most `MAX_CROSSINGS`."""
+    that dimension gave it, or the value leaves its law (holding that value, for an index). Where that size is
+    more than the check affords, the other dimensions are taken from the smallest check size instead."""
     base, free = base_size(task)
+    smallest = min(task.check_sizes, key=cost)
     known = {size_key(s) for s in task.check_sizes}
     found: dict[str, Crossing] = {}
+    beyond: dict[str, Crossing] = {}
     feeds = Feeds(task, candidate, parse_module(candidate.source), base, free)
     for split in compared(candidate, feeds):
         for dim in free if split.dims is None else [d for d in free if d in split.dims]:
             change = split.first_unseen([int(s[dim]) for s in task.check_sizes if dim in s])
             if change is None:
                 continue
-            size = {**base, dim: change + 1 if split.index else change}
+            at = change + 1 if split.index else change
+            size = {**base, dim: at}
+            if cost(size) > MAX_ELEMENTS:
+                size = {**smallest, dim: at}
             key = size_key(size)
-            if key not in known and key not in found and cost(size) <= MAX_ELEMENTS:
-                found[key] = Crossing(size, change, split.line, split.turn is not None)
-    return sorted(found.values(), key=lambda f: cost(f.size))[:MAX_CROSSINGS]
+            crossing = Crossing(size, change, split.line, split.valued)
+            if key in known or key in found or key in beyond:
+                continue
+            if cost(size) <= MAX_ELEMENTS:
+                found[key] = crossing
+            elif not any(int(b.get(dim, 0)) >= at or (not split.exact and cost(b) >= at) for b in task.bench_sizes):
+                beyond[key] = crossing
+    ranked = sorted(found.values(), key=lambda f: cost(f.size))
+    return Crossings(ranked[:MAX_CROSSINGS], max(len(ranked) - MAX_CROSSINGS, 0), list(beyond.values()))

@@ -21,7 +21,7 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.task import Size, Task, size_key
 from evo.contracts.verdict import Evaluation, Status
 from fitness.check.coverage import Point, unreached
-from fitness.check.crossings import crossing_sizes
+from fitness.check.crossings import MAX_CROSSINGS, crossing_sizes
 from fitness.check.equivalence import Observed
 from fitness.check.thresholds import MAX_ELEMENTS, base_size, cost, thresholds
 
@@ -89,13 +89,25 @@ def reach(candidate: Candidate, task: Task, ev: Evaluation, observed: Observed, 
                 "not verified, and users call kernels at sizes the check never drew (a condition on a "
                 "meta-parameter or a literal alone is dead code and does not count)"))
     crossed: list[str] = []
-    for crossing in crossing_sizes(task, candidate):
+    crossings = crossing_sizes(task, candidate)
+    for crossing in crossings.sizes:
         if size_key(crossing.size) in tried:
             continue
         r = check(crossing.size, observed)
         crossed.append(size_key(crossing.size))
         if not r.ok:
             return _failed_at(ev, r, crossing.size, crossing.why(lines))
+    if crossings.beyond:
+        c = crossings.beyond[0]
+        return ev.with_(status=Status.UNSAFE, reason=(
+            f"its code takes another path at {size_key(c.size)}, {c.where(lines)}: past the {MAX_ELEMENTS} elements "
+            "a check case affords and every bench size, and a path no run of the check reaches is not verified"))
+    if crossings.more:
+        needed = len(crossings.sizes) + crossings.more
+        return ev.with_(status=Status.UNSAFE, reason=(
+            f"its code takes another path at {needed} sizes no check size reached, more than the {MAX_CROSSINGS} "
+            f"the check runs per candidate (it ran {', '.join(crossed)}): paths the check does not run are not "
+            "verified"))
     chosen = [*tried, *crossed]
     extra = f" (with {len(chosen)} size(s) the check chose: {', '.join(chosen)})" if chosen else ""
     return ev.with_(reason=f"{ev.reason}; every line of its code ran in the check{extra}")
