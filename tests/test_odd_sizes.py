@@ -65,18 +65,21 @@ def _reply(name: str) -> Candidate:
 def test_a_grouping_wrong_only_past_one_tile_and_off_the_bench_size_fails_at_the_size_between(matmul, shared_workers):
     """GROUP_COUNT assumes every group of output rows is full: right when the grid has one row of
     tiles (every check size, with 128-row tiles) and when the rows divide into groups (1024 = 8 x 128),
-    wrong at 129..1023 rows with more than one column of tiles, where tiles are never written."""
+    wrong at 129..1023 rows with more than one column of tiles, where tiles are never written. The check
+    sizes alone cannot see it, nor can the bench size; the size between them does (and so, now, does the
+    check's crossing of its ``tl.cdiv(N, BN)``, which no check size takes past 1)."""
     settings = EvaluationConfig(timeout_s=120, verify_timeout_s=300, latency=LatencyMode.OFF)
     with Evaluator(matmul, settings, device="cpu", secret=7, **shared_workers(settings)) as ev:
         wrong = _reply("GROUP_COUNT").with_params(BN=128)
-        assert ev.evaluate(wrong, level=FULL).ok  # the check sizes cannot see it
         [bench] = matmul.bench_cases(7)
-        assert ev._bench_check(wrong, bench).ok  # nor the bench size
-        verdict = ev.evaluate(wrong, level=VERIFIED)
-        assert verdict.status is Status.WRONG_OUTPUT, verdict.reason
-        assert "between the check and bench sizes" in verdict.reason and "never written" in verdict.reason
+        assert ev._bench_check(wrong, bench).ok  # the bench size cannot see it
         [odd] = matmul.odd_cases(7)
-        assert odd.size_json in verdict.reason and 128 < odd.size["M"] <= 1024 and 128 < odd.size["N"] <= 1024
+        assert 128 < odd.size["M"] <= 1024 and 128 < odd.size["N"] <= 1024
+        between = ev._bench_check(wrong, odd)
+        assert between.status is Status.WRONG_OUTPUT and "never written" in between.reason, between.reason
+        crossed = ev.evaluate(wrong, level=FULL)
+        assert crossed.status is Status.WRONG_OUTPUT and "which the check chose to reach" in crossed.reason \
+            and "never written" in crossed.reason, crossed.reason
 
         right = ev.evaluate(_reply("GROUPED").with_params(BN=128), level=VERIFIED)
         assert right.ok, right.reason

@@ -83,19 +83,19 @@ OUTCOMES = {
         "RACING_STORES": (Status.UNSAFE, "race in kernel _sum_split"),
         "UNMASKED": (Status.UNSAFE, "loads address"),
     },
-    # grouped tiles pass; the unmasked K loads are caught by the bounds sanitizer. Two mistakes pass the
-    # check sizes: a float16 accumulator (at K <= 129 and 64-deep tiles, three additions per element do
-    # not outgrow the tolerance; the model's bench-size check catches it, 4.6x the tolerance at 4096^3 in
-    # the recording campaign), and GROUP_COUNT's grouping, wrong only with more than one row and column
-    # of tiles and a partial group, which the verification of a best catches at a size between the check
-    # and bench sizes (tests/test_odd_sizes.py)
+    # grouped tiles pass; the unmasked K loads are caught by the bounds sanitizer. A float16 accumulator passes
+    # the check sizes (at K <= 129 and 64-deep tiles, three additions per element do not outgrow the
+    # tolerance) and is caught by the bench-shaped case. GROUP_COUNT's grouping is wrong only with more than
+    # one row and column of tiles and a partial group: its `tl.cdiv(N, BN)` is 1 at every check size, and the
+    # check crosses it at N 257, where the tiles it never writes show (it passed the check before, and only
+    # the verification of a best caught it, at a size between the check and bench sizes: tests/test_odd_sizes.py)
     "matmul": {
         "GROUPED": (Status.OK, ""),
         "BIGGER_TILES": (Status.OK, ""),
         # float16 partial sums lose too much over the bench's K of 4096: its bench-shaped case (M 1, N 33, K 4096)
         "FP16_ACCUMULATOR": (Status.WRONG_OUTPUT, '"K":4096'),
         "K_UNMASKED": (Status.UNSAFE, "loads address"),
-        "GROUP_COUNT": (Status.OK, ""),
+        "GROUP_COUNT": (Status.WRONG_OUTPUT, '"N":257'),
     },
     # the control task: every correct answer restructures a memory-bound add (none can beat the sweep);
     # a float32 add done in half precision loses bits beyond the tolerance, an unmasked tail leaves the
