@@ -126,7 +126,9 @@ def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
                 texts.add(ast.unparse(form))
                 if not condition:
                     found = values(form, names, first=64)  # whether it is one unknown's: the law is found later
-                    if found is not None:
+                    if found is not None and _data(found[1], assigned[scope]):
+                        solved_any = True  # a value of loaded data (``acc.to(tl.float16)``): values, not sizes
+                    elif found is not None:
                         solved_any = True
                         out.append(Split(node.lineno, _is_index(found[1], assigned[scope]), dims=dims, turn=form,
                                          names=names, valued=True))
@@ -188,8 +190,9 @@ def _forms(node: ast.expr, fn: ast.FunctionDef, once: dict[str, dict[str, ast.ex
         return out
     params = {a.arg for a in [*fn.args.args, *fn.args.kwonlyargs]}
     stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    read = {n.id for n in ast.walk(local) if isinstance(n, ast.Name)} & (params - stored)
-    if not read:
+    names = {n.id for n in ast.walk(local) if isinstance(n, ast.Name)}
+    read = names & (params - stored)
+    if not read or names & stored:  # none to replace, or it still reads the function's own names: not mixed
         return out
     positional = [a.arg for a in fn.args.args]
     for caller, call, _ in sites:
@@ -224,6 +227,27 @@ def _turns(node: ast.expr) -> bool:
     if isinstance(node, ast.BinOp):
         return isinstance(node.op, _TURNING_OPS)
     return isinstance(node, ast.Call) and ast.unparse(node.func).rsplit(".", 1)[-1] in _TURNING_CALLS
+
+
+# calls whose result is data, not a size: a value read through them turns with the data (the special value
+# distributions' concern), not with a size
+_DATA_CALLS = {"load", "dot", "dot_scaled", "sum", "max", "min", "reduce", "cumsum", "cumprod", "argmax", "argmin",
+               "xor_sum", "sort", "rand", "randn", "randint", "zeros", "full", "zeros_like", "full_like", "reshape",
+               "view", "trans", "permute", "broadcast_to", "expand_dims", "join", "split", "gather", "histogram",
+               "atomic_add", "atomic_max", "atomic_min", "atomic_cas", "atomic_xchg", "atomic_and", "atomic_or",
+               "atomic_xor", "load_tensor_descriptor", "item"}
+
+
+def _data(unknown: str, assigned: dict[str, list[str]], seen: frozenset[str] = frozenset()) -> bool:
+    """Whether the unknown `unknown` (a text) is read from data: a load, a dot, a reduction, a tensor made in
+    the kernel, following local assignments (`assigned`). A length kept in memory (MLA decode's cache lengths)
+    is data too: how it relates to a dimension is the task's choice of inputs, not the code's."""
+    tree = parse_expression(unknown)
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _DATA_CALLS
+           for n in ast.walk(tree)):
+        return True
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - seen
+    return any(_data(v, assigned, seen | names) for n in names for v in assigned.get(n, []))
 
 
 def _bound_once(fn: ast.FunctionDef) -> dict[str, ast.expr]:
