@@ -71,6 +71,8 @@ def test_a_value_turns_where_it_leaves_the_law_it_followed_up_to_the_largest_siz
     assert turns("tl.where(n > 300, 1, 0)", 17) == 301
     assert turns("tl.sigmoid((n - 5000.0) * 100.0)", 7) == 5000  # smooth, and a step all the same
     assert turns("tl.exp(n - 5000.0)", 7) == 4980  # leaves 0 where it passes 1e-9
+    assert turns("divmod(n, 5000)[0]", 7) == 5000 and turns("round(n / 10000)", 7) == 5001  # half to even
+    assert turns("math.isqrt(n) // 70", 7) == 4900  # Python's math, value by value
 
 
 def test_a_staircase_the_check_climbed_or_a_plain_curve_does_not_turn():

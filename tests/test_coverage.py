@@ -16,6 +16,7 @@ from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import NativeTask
 from evo.contracts.verdict import Status
 from fitness.check.coverage import NOT_TAKEN, STMT, TAKEN, key, points, unreached
+from fitness.check.crossings import compared
 from fitness.check.fixed import fixed_conditions
 from fitness.evaluate import Evaluator
 
@@ -249,6 +250,21 @@ def test_a_value_of_two_sizes_is_crossed_past_the_side_it_is_clipped_at(softmax)
     two = "min(rows + cols, LIMIT) - min(rows + cols, LIMIT - 1)"
     r = softmax.evaluate(Candidate.from_source(WHERE_PAST % (4500, two)))
     assert r.status is Status.WRONG_OUTPUT and "which the check chose to reach" in r.reason, r.reason
+
+
+def test_a_value_of_a_size_through_a_call_not_evaluated_is_crossed_past_the_values_written_in_it():
+    # `helper(rows)` is taken for the size itself; the values written in it and in the helper are crossed too
+    source = """
+def helper(r):
+    return r // 5000
+
+
+def launch(x, y):
+    rows, cols = x.shape
+    bad = min(helper(rows) * 2, 1)
+"""
+    found = [s.past for s in compared(Candidate.from_source(source)) if s.past]
+    assert 5001 in found, found
 
 
 @pytest.mark.parametrize("form", ["min(cols // LIMIT, 1)", "cols > LIMIT"])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import functools
 import itertools
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -52,7 +53,7 @@ _CALLS: dict[str, tuple[int, Callable[..., Value]]] = {
     "minimum": (2, np.minimum), "maximum": (2, np.maximum), "abs": (1, np.abs), "fabs": (1, np.abs),
     "floor": (1, np.floor), "ceil": (1, np.ceil), "trunc": (1, np.trunc), "int": (1, _int),
     "float": (1, lambda a: a * 1.0), "clamp": (3, lambda a, lo, hi: np.minimum(np.maximum(a, lo), hi)),
-    "where": (3, np.where), "next_power_of_2": (1, _next_power_of_2),
+    "where": (3, np.where), "next_power_of_2": (1, _next_power_of_2), "round": (1, lambda a: _int(np.rint(a))),
     # smooth, but a steep one is a step: ``tl.sigmoid((row - 5000.0) * 100.0)`` is 0 up to 4999, then 0.5 and 1
     "exp": (1, lambda a: np.exp(a * 1.0)), "exp2": (1, lambda a: np.exp2(a * 1.0)),
     "log": (1, lambda a: np.log(a * 1.0)), "log2": (1, lambda a: np.log2(a * 1.0)),
@@ -61,6 +62,11 @@ _CALLS: dict[str, tuple[int, Callable[..., Value]]] = {
     "tanh": (1, lambda a: np.tanh(a * 1.0)), "sin": (1, lambda a: np.sin(a * 1.0)),
     "cos": (1, lambda a: np.cos(a * 1.0)), "pow": (2, lambda a, b: np.power(a * 1.0, b)),
 }
+
+
+# Python's math functions of one size a candidate may call (`fitness.check.allowed`), evaluated value by value
+_MATH_CALLS = frozenset("sqrt isqrt log log2 log10 log1p exp exp2 expm1 ceil floor trunc gcd lcm fabs sin cos tan tanh "
+                        "atan atan2 erf erfc copysign fmod hypot".split())
 
 
 @functools.cache
@@ -115,6 +121,12 @@ class _Side:
             if isinstance(power, np.ndarray) or not 0 <= power <= 3:
                 raise _NotSolvable  # past a cube an int64 over the domain overflows
             return base ** power
+        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Call) and len(e.value.args) == 2 \
+                and ast.unparse(e.value.func) == "divmod" and isinstance(e.slice, ast.Constant) \
+                and e.slice.value in (0, 1):
+            a, b = self.eval(e.value.args[0]), self.eval(e.value.args[1])  # ``divmod(n, 5000)[0]``
+            self._nonzero(b)
+            return a // b if e.slice.value == 0 else a % b
         if isinstance(e, ast.Call) and not e.keywords:
             name = ast.unparse(e.func).rsplit(".", 1)[-1]
             if name in ("min", "max") and len(e.args) >= 2:
@@ -130,10 +142,24 @@ class _Side:
             if name in _CALLS and len(e.args) == _CALLS[name][0]:
                 with np.errstate(all="ignore"):
                     return _CALLS[name][1](*(self.eval(a) for a in e.args))
+            if isinstance(e.func, ast.Attribute) and ast.unparse(e.func.value) == "math" and name in _MATH_CALLS:
+                return self._math(name, [self.eval(a) for a in e.args])  # numpy's above where it has one
             if name == "to" and len(e.args) == 1 and isinstance(e.func, ast.Attribute):
                 inner = self.eval(e.func.value)  # a cast: ``(n / 7).to(tl.int32)`` truncates
                 return np.trunc(inner).astype(np.int64) if "int" in ast.unparse(e.args[0]) else inner * 1.0
         return self._atom(e)
+
+    @staticmethod
+    def _math(name: str, args: list[Value]) -> Value:
+        """A function of Python's math module, value by value over the domain (an integer square root, a gcd)."""
+        f = getattr(math, name)
+        if not any(isinstance(a, np.ndarray) for a in args):
+            return f(*args)
+        try:
+            out = np.frompyfunc(f, len(args), 1)(*args)
+            return np.array(out.tolist(), dtype=np.float64 if any(isinstance(v, float) for v in out[:64]) else np.int64)
+        except (ValueError, OverflowError, TypeError) as err:
+            raise _NotSolvable from err
 
     def _binop(self, e: ast.BinOp) -> Value:
         a, b = self.eval(e.left), self.eval(e.right)

@@ -132,12 +132,16 @@ def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
                         solved_any = True
                         out.append(Split(node.lineno, _is_index(found[1], assigned[scope]), dims=dims, turn=form,
                                          names=names, valued=True))
+                        out.extend(Split(node.lineno, False, past=t + 1, dims=dims, valued=True)
+                                   for t in _opaque_thresholds(found[1], names, functions))
                     continue
                 solved = outcomes(form, names)
                 if solved is not None:
                     solved_any = True
                     truth, unknown = solved
                     out.append(Split(node.lineno, _is_index(unknown, assigned[scope]), truth, dims=dims))
+                    out.extend(Split(node.lineno, False, past=t + 1, dims=dims)
+                               for t in _opaque_thresholds(unknown, names, functions))
             # where no form was solved (more than one unknown: ``min((rows + cols) // 9000, 1)``), or past the values
             # a solved one is evaluated at (``rows > 3000000``), one past the fixed side
             fixed = _fixed_turns(node, names) if not condition else [
@@ -156,6 +160,30 @@ def _compared_with(node: ast.Compare, names: dict[str, int]) -> list[int]:
         if (va is None) != (vb is None) and t is not None and 1 <= t <= LARGEST_THRESHOLD:
             out.append(t)
     return out
+
+
+_SIZE_CALLS = {"stride", "size", "numel", "dim", "program_id", "num_programs", "arange"}
+
+
+def _opaque_thresholds(unknown: str, names: dict[str, int], functions: dict[str, ast.FunctionDef]) -> list[int]:
+    """Where the unknown a form was solved for is not a size itself but a call this cannot evaluate over a
+    size (``libdevice.double2int_rd(rows / 5000.0)``, a helper's result), the crossings take it for the size
+    and may miss where it turns: the integer values written inside it, and inside the bodies of the module's
+    functions it calls (literals and fixed names), are crossed one past, as thresholds of their own."""
+    tree = parse_expression(unknown)
+    if isinstance(tree, ast.Name) or (isinstance(tree, ast.Subscript) and isinstance(tree.value, ast.Attribute)
+                                      and tree.value.attr == "shape") or (
+            isinstance(tree, ast.Call) and ast.unparse(tree.func).rsplit(".", 1)[-1] in _SIZE_CALLS):
+        return []
+    out = set()
+    called = [functions[n.func.id] for n in ast.walk(tree)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in functions]
+    for n in itertools.chain(ast.walk(tree), *(ast.walk(f) for f in called)):
+        v = n.value if isinstance(n, ast.Constant) else names.get(n.id) if isinstance(n, ast.Name) else None
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and float(v).is_integer() \
+                and 2 <= v <= LARGEST_THRESHOLD:
+            out.add(int(v))
+    return sorted(out)
 
 
 def _fixed_turns(node: ast.expr, names: dict[str, int]) -> list[int]:
@@ -220,12 +248,15 @@ def _replace(node: ast.expr, mapping: dict[str, ast.expr]) -> ast.expr:
 _TURNING_OPS = (ast.FloorDiv, ast.Mod, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor)
 _TURNING_CALLS = {"min", "max", "minimum", "maximum", "abs", "fabs", "floor", "ceil", "trunc", "int", "clamp",
                   "where", "to", "cdiv", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos",
-                  "pow"}
+                  "pow", "round", "isqrt", "gcd", "lcm", "fmod", "log10", "log1p", "expm1", "tan", "atan", "erf",
+                  "erfc"}
 
 
 def _turns(node: ast.expr) -> bool:
     if isinstance(node, ast.BinOp):
         return isinstance(node.op, _TURNING_OPS)
+    if isinstance(node, ast.Subscript):  # ``divmod(rows, 5000)[0]``
+        return isinstance(node.value, ast.Call) and ast.unparse(node.value.func) == "divmod"
     return isinstance(node, ast.Call) and ast.unparse(node.func).rsplit(".", 1)[-1] in _TURNING_CALLS
 
 
