@@ -267,6 +267,28 @@ def launch(x, y):
     assert 5001 in found, found
 
 
+def test_loaded_data_clipped_or_compared_at_a_large_value_is_not_a_path_past_the_check():
+    # values of data are the special-value checks' concern: a clip of loaded values at 3,000,000 is no size the
+    # check would have to reach (it would otherwise be refused as a path past every size the check runs)
+    source = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    y = tl.where(x > 3000000, 3000000, tl.minimum(x, 3000000))
+    tl.store(y_ptr + offs, y, mask=offs < n)
+
+
+def launch(x, y):
+    _k[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), BLOCK=128)
+"""
+    assert not [s for s in compared(Candidate.from_source(source)) if s.past > 2_000_000]
+
+
 @pytest.mark.parametrize("form", ["min(cols // LIMIT, 1)", "cols > LIMIT"])
 def test_a_path_past_every_size_the_check_runs_is_not_verified(softmax, form):
     # 3,000,000 columns: past the elements a check case affords (2^21) and the bench's 4096, so no run of the check

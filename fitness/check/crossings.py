@@ -95,10 +95,11 @@ class Split:
 
 
 def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
-    """Every condition in the code ``launch`` reaches on a value not fixed for the candidate: each
-    comparison and each boolean combination of them, solved for the one unknown where its arithmetic
-    allows, else (a comparison with a fixed side) one past the fixed side; with `feeds`, each with the
-    dimensions that can change it."""
+    """Every condition in the code ``launch`` reaches on a value not fixed for the candidate (each comparison
+    and each boolean combination of them), and every value that can turn without one (a step, a clip, a
+    cast, ...): solved for the one unknown where the arithmetic allows, else one past the fixed side; with
+    `feeds`, each with the dimensions that can change it. Values and conditions of loaded data are left to
+    the special-value checks."""
     tree = parse_module(candidate.source) if feeds is None else feeds.tree
     names = constants(candidate, tree)
     live = reachable(tree)
@@ -119,7 +120,7 @@ def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
             if not condition and dims is not None and not dims:
                 continue  # a value no size changes (a condition is kept: the tests read which it is)
             texts: set[str] = set()
-            solved_any = False
+            solved_any = data = False
             for form, scope in _forms(node, fn, once, feeds):
                 if ast.unparse(form) in texts:
                     continue
@@ -127,7 +128,7 @@ def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
                 if not condition:
                     found = values(form, names, first=64)  # whether it is one unknown's: the law is found later
                     if found is not None and _data(found[1], assigned[scope]):
-                        solved_any = True  # a value of loaded data (``acc.to(tl.float16)``): values, not sizes
+                        solved_any = data = True  # a value of loaded data (``acc.to(tl.float16)``), not of sizes
                     elif found is not None:
                         solved_any = True
                         out.append(Split(node.lineno, _is_index(found[1], assigned[scope]), dims=dims, turn=form,
@@ -139,6 +140,7 @@ def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
                 if solved is not None:
                     solved_any = True
                     truth, unknown = solved
+                    data = data or _data(unknown, assigned[scope])
                     out.append(Split(node.lineno, _is_index(unknown, assigned[scope]), truth, dims=dims))
                     out.extend(Split(node.lineno, False, past=t + 1, dims=dims)
                                for t in _opaque_thresholds(unknown, names, functions))
@@ -147,7 +149,7 @@ def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
             fixed = _fixed_turns(node, names) if not condition else [
                 t + 1 for t in _compared_with(node, names)] if isinstance(node, ast.Compare) else []
             out.extend(Split(node.lineno, False, past=t, dims=dims, valued=not condition, one=solved_any)
-                       for t in fixed if not solved_any or t >= DOMAIN - 1)
+                       for t in fixed if not solved_any or (t >= DOMAIN - 1 and not data))
     return out
 
 
