@@ -30,6 +30,7 @@ import copy
 import dataclasses
 import functools
 import itertools
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -38,7 +39,7 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.syntax import parse_expression, parse_module
 from evo.contracts.task import Size, Task, size_key
 from fitness.check.change_points import DOMAIN, change_points, first_break, is_condition, outcomes, values
-from fitness.check.feeds import Feeds, argument
+from fitness.check.feeds import GRID_CALLS, SHAPE_METHODS, Feeds, argument
 from fitness.check.fixed import reachable
 from fitness.check.thresholds import LARGEST_THRESHOLD, MAX_ELEMENTS, base_size, constants, cost, value
 
@@ -58,12 +59,12 @@ class Split:
     turn: ast.expr | None = None  # a value that may turn without a comparison (``min(n // 5000, 1)``)
     valued: bool = False  # a value's split (`turn`, or one past the fixed side of a step, clip or mask)
     one: bool = False  # one past a fixed side, of a comparison or value solved for one unknown elsewhere
+    names: dict[str, int] = dataclasses.field(default_factory=dict)  # the fixed names `turn` reads
 
     @property
     def exact(self) -> bool:
         """Whether the value it turns at is a value of the dimension moved, not of a sum or product of them."""
         return self.outcome is not None or self.turn is not None or self.one
-    names: dict[str, int] = dataclasses.field(default_factory=dict)  # the fixed names `turn` reads
 
     @functools.cached_property
     def points(self) -> np.ndarray:
@@ -122,9 +123,10 @@ def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
             texts: set[str] = set()
             solved_any = data = False
             for form, scope in _forms(node, fn, once, feeds):
-                if ast.unparse(form) in texts:
+                text = ast.unparse(form)
+                if text in texts:
                     continue
-                texts.add(ast.unparse(form))
+                texts.add(text)
                 if not condition:
                     found = values(form, names, first=64)  # whether it is one unknown's: the law is found later
                     if found is not None and _data(found[1], assigned[scope]):
@@ -164,7 +166,8 @@ def _compared_with(node: ast.Compare, names: dict[str, int]) -> list[int]:
     return out
 
 
-_SIZE_CALLS = {"stride", "size", "numel", "dim", "program_id", "num_programs", "arange"}
+# an unknown read through one of these is a size (or an index) itself; `to` converts, it measures nothing
+_SIZE_CALLS = (SHAPE_METHODS - {"to"}) | GRID_CALLS | {"arange"}
 
 
 def _opaque_thresholds(unknown: str, names: dict[str, int], functions: dict[str, ast.FunctionDef]) -> list[int]:
@@ -271,16 +274,13 @@ _DATA_CALLS = {"load", "dot", "dot_scaled", "sum", "max", "min", "reduce", "cums
                "atomic_xor", "load_tensor_descriptor", "item"}
 
 
-def _data(unknown: str, assigned: dict[str, list[str]], seen: frozenset[str] = frozenset()) -> bool:
+def _data(unknown: str, assigned: dict[str, list[str]]) -> bool:
     """Whether the unknown `unknown` (a text) is read from data: a load, a dot, a reduction, a tensor made in
     the kernel, following local assignments (`assigned`). A length kept in memory (MLA decode's cache lengths)
     is data too: how it relates to a dimension is the task's choice of inputs, not the code's."""
-    tree = parse_expression(unknown)
-    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _DATA_CALLS
-           for n in ast.walk(tree)):
-        return True
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - seen
-    return any(_data(v, assigned, seen | names) for n in names for v in assigned.get(n, []))
+    return _built_from(unknown, assigned, lambda _, tree: any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _DATA_CALLS
+        for n in ast.walk(tree)))
 
 
 def _bound_once(fn: ast.FunctionDef) -> dict[str, ast.expr]:
@@ -309,15 +309,8 @@ def _bound_once(fn: ast.FunctionDef) -> dict[str, ast.expr]:
 
 def _inline(node: ast.expr, once: dict[str, ast.expr], depth: int = 8) -> ast.expr:
     """`node` with each name bound once replaced by its value (to `depth` levels); a new tree."""
-
-    class _Inline(ast.NodeTransformer):
-        def visit_Name(self, name: ast.Name) -> ast.expr:
-            value = once.get(name.id)
-            if value is None or depth == 0 or not isinstance(name.ctx, ast.Load):
-                return name
-            return _inline(value, once, depth - 1)
-
-    return _Inline().visit(copy.deepcopy(node))
+    read = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in once}
+    return _replace(node, {name: _inline(once[name], once, depth - 1) for name in read} if depth else {})
 
 
 def _assignments(fn: ast.FunctionDef) -> dict[str, list[str]]:
@@ -333,13 +326,21 @@ def _assignments(fn: ast.FunctionDef) -> dict[str, list[str]]:
     return out
 
 
-def _is_index(text: str, assigned: dict[str, list[str]], seen: frozenset[str] = frozenset()) -> bool:
+def _is_index(text: str, assigned: dict[str, list[str]]) -> bool:
     """Whether `text` is built from a program id or an ``arange`` (an index, which a size must exceed to
     take: rows 201 hold row 200), following local assignments."""
-    if "program_id" in text or "arange" in text:
+    return _built_from(text, assigned, lambda t, _: "program_id" in t or "arange" in t)
+
+
+def _built_from(text: str, assigned: dict[str, list[str]], found: Callable[[str, ast.AST], bool],
+                seen: frozenset[str] = frozenset()) -> bool:
+    """Whether `found` holds of `text` (its text, its tree) or of a value assigned to a local name it reads
+    (`assigned`), and so on through those values' names."""
+    tree = parse_expression(text)
+    if found(text, tree):
         return True
-    names = {n.id for n in ast.walk(parse_expression(text)) if isinstance(n, ast.Name)} - seen
-    return any(_is_index(v, assigned, seen | names) for n in names for v in assigned.get(n, []))
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - seen
+    return any(_built_from(v, assigned, found, seen | names) for n in names for v in assigned.get(n, []))
 
 
 class Crossing(NamedTuple):
