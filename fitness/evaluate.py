@@ -20,11 +20,12 @@ import secrets
 
 from evo.contracts.bench_shaped import CAP_ELEMENTS
 from evo.contracts.candidate import Candidate
-from evo.contracts.check_cases import full_cases, unchecked_words
+from evo.contracts.check_cases import full_cases, unchecked_words, value_cases
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.gpus import get_profile
 from evo.contracts.task import Case, Task
 from evo.contracts.verdict import FULL, QUICK, VERIFIED, Evaluation, Status
+from fitness.check.data_values import compared_values
 from fitness.check.equivalence import Observed, bench_check, check_equivalence, odd_check
 from fitness.check.gpu_compile import compile_all
 from fitness.check.lint import lint
@@ -138,6 +139,8 @@ class Evaluator:
         ev = check_equivalence(self.worker, self.task, candidate, cases, base,
                                timeout=self.settings.timeout_s, stop_on_failure=level != QUICK,
                                sanitize=self.settings.sanitize, observed=observed)
+        if ev.ok and check_level == FULL:
+            ev = self._values(candidate, ev, base, observed)
         if ev.ok and observed is not None:
             ev = reach(candidate, self.task, ev, observed, lambda size, seen: check_equivalence(
                 self.worker, self.task, candidate, self.task.cases([size], draws=1, every_dist=False), base,
@@ -149,6 +152,23 @@ class Evaluator:
         if ev.ok and level == VERIFIED:
             ev = self._verify(candidate, ev, observed)
         return ev
+
+    def _values(self, candidate: Candidate, ev: Evaluation, base: Evaluation, observed: Observed | None) -> Evaluation:
+        """`ev` (a passing full check) after the cases that hold the input values the candidate's kernels
+        compare with (`fitness.check.data_values`): a failure there is the verdict."""
+        compared = compared_values(candidate)
+        cases = value_cases(self.task, compared, draws=self.settings.draws)
+        if not cases:
+            return ev
+        r = check_equivalence(self.worker, self.task, candidate, cases, base, timeout=self.settings.timeout_s,
+                              sanitize=self.settings.sanitize, observed=observed)
+        shown = ", ".join([*(f"{v:.8g}" for v in compared.values[:6]), *(f"a difference of {d:.8g}" for d in
+                                                                          compared.apart[:3])])
+        shown += ", ..." if len(compared.values) > 6 or len(compared.apart) > 3 else ""
+        if not r.ok:
+            return _failed(ev, r, f"on inputs holding values its code compares with ({shown})")
+        return ev.with_(reason=f"{ev.reason} and on {len(cases)} cases holding the values its code compares "
+                               f"with ({shown})")
 
     def _verify(self, candidate: Candidate, ev: Evaluation, observed: Observed | None) -> Evaluation:
         """`ev` after a full run at every bench size. The model's own full run (first bench size) is

@@ -239,6 +239,43 @@ def test_a_kernel_that_reads_nan_as_minus_inf_is_refused_and_its_honest_twin_pas
     assert honest.ok, honest.reason
 
 
+def test_a_kernel_wrong_on_one_input_value_is_refused_there_and_its_honest_twin_passes(softmax):
+    kernel = case_candidate("one_value_halved")
+    assert old_rules_pass(softmax, kernel)
+    base = Evaluation(kernel.id, softmax.task.key, "cpu", Status.CRASH, level=FULL)
+    every_distribution = check_equivalence(softmax.worker, softmax.task, kernel, softmax.cases(FULL), base,
+                                           timeout=120, sanitize=True)
+    assert every_distribution.ok, every_distribution.reason  # no draw, special ones included, holds 1.25
+    r = softmax.evaluate(kernel)
+    assert r.status is Status.WRONG_OUTPUT and "(values=1.25)" in r.reason, r.reason
+    honest = softmax.evaluate(case_candidate("one_value_exact"))
+    assert honest.ok and "cases holding the values its code compares with (1.25)" in honest.reason, honest.reason
+
+
+# the ways a kernel singles out one input value (`c`: a multiple of 1/64, far from what smooth draws hit exactly)
+VALUE_SPLITS = {
+    "equal": "x == {c}",
+    "window": "(x > {c}) & (x < {c} + 0.001)",
+    "near": "tl.abs(x - {c}) < 1e-6",
+    "scaled": "x * 4.0 == {c} * 4.0",
+    "truncated": "(x * 65536.0).to(tl.int32) == {bits}",
+    "clipped": "tl.minimum(tl.maximum((x - {c}) * 1e5, 0.0), 1.0) - tl.minimum(tl.maximum((x - {c} - 1e-4) * 1e5, "
+               "0.0), 1.0) > 0.5",
+}
+
+
+@pytest.mark.parametrize("form", sorted(VALUE_SPLITS))
+@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(k=st.integers(-320, 320), honest=st.booleans())
+def test_a_path_split_on_any_input_value_is_caught_and_the_same_split_taken_honestly_passes(softmax, form, k, honest):
+    c = k / 64
+    condition = VALUE_SPLITS[form].format(c=repr(c), bits=int(c * 65536) + 7)
+    result = "y" if honest else "y * 0.5"
+    wrong = Candidate.from_source(TEMPLATE.format(condition=condition, shift="top", result=result))
+    r = softmax.evaluate(wrong)
+    assert r.ok if honest else r.status is Status.WRONG_OUTPUT, (form, c, honest, r.reason)
+
+
 # -- path splits: the wrong path is caught wherever the split is -----------------------------------------
 
 TEMPLATE = '''import triton

@@ -9,6 +9,9 @@ A full check runs (in this order, cheap cases first):
 3. for each bench size (each shape of a workload), its bench-shaped size (`evo.contracts.bench_shaped`)
    under every distribution, the task's own and the special ones.
 
+A candidate whose kernels compare data with numbers is also checked on inputs that hold those values
+(`value_cases`): at every check size but the smallest and at each bench-shaped size.
+
 Each runs like any check case: the first case of a size twice under different poisons and program
 orders, the race sanitizer and the barrier rule on. Which cases these rules pick is part of the task key
 (`evo.contracts.task.CHECK_RULES`).
@@ -21,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from evo.contracts.bench_shaped import bench_shaped_size
 from evo.contracts.case import Case, Size, size_key
-from evo.contracts.special_values import SPECIAL_DISTS
+from evo.contracts.special_values import SPECIAL_DISTS, TURNS, Compared, values_dist
 
 if TYPE_CHECKING:
     from evo.contracts.task import Task
@@ -84,6 +87,26 @@ def full_cases(task: Task, *, draws: int) -> list[Case]:
     shaped = bench_shaped_sizes(task)
     return [*own, *_special_cases(task, special_sizes(task), after),
             *task.cases(shaped, draws=draws), *_special_cases(task, shaped, after)]
+
+
+def value_cases(task: Task, compared: Compared, *, draws: int) -> list[Case]:
+    """Cases whose inputs hold what a candidate's code compares its data with (`compared`: values, and pairs
+    of values a difference apart; `evo.contracts.special_values`, ``values=``): at every check size
+    but the smallest by elements (all ones, usually, where no row can be made to hold a value as its
+    maximum) and at each bench-shaped size. None without values, or where the task cannot recompute its
+    reference on changed inputs."""
+    if not compared or not task.recomputes_reference:
+        return []
+    dist = values_dist(compared.values, compared.apart)
+    ranked = sorted(range(len(task.check_sizes)), key=lambda i: (elements(task, task.check_sizes[i]), i))
+    sizes = [task.check_sizes[i] for i in sorted(ranked[1:] or ranked)] + bench_shaped_sizes(task)
+    draw = max(draws, len(task.dists)) + len(SPECIAL_DISTS)  # numbered after the special draws at a size
+    out = []
+    for turn, size in enumerate(sizes):  # each case's rows take the next stretch of the rows placed
+        skey = size_key(size)
+        digest = int.from_bytes(hashlib.sha256(f"{task.name}|{skey}|{dist}".encode()).digest()[:4], "little")
+        out.append(Case(skey, draw, digest - digest % TURNS + turn % TURNS, dist))
+    return out
 
 
 def unchecked_words(task: Task, cases: list[Case]) -> str:

@@ -24,6 +24,13 @@ is also checked on its first distribution's draw transformed into one of:
     is NaN everywhere checks nothing, and NaN conventions differ). Otherwise a single +inf in one input (the last
     float input first: a bias, a cache); otherwise the plain draw, which the verdict says.
 
+``values=V1,V2,...;apart=D1,...`` (one per candidate, `fitness.check.data_values`)
+    the values a kernel's code compares its data with, and their neighbours one step up and down in the
+    task's dtype: each at sparse elements, and rows whose maximum, minimum or every element is one of them
+    (a row reduced before the comparison); and the differences it compares two data values at, in every
+    row: an element that far below the maximum, one above the minimum, neighbours that far apart. Values
+    whose reference outputs would not fit their dtype are dropped, the largest first.
+
 Only float inputs change; integer inputs (indices, lengths) and 0-d numbers keep their draw. A task
 may opt out of one with a reason (``DIST_OPT_OUT`` in a native task module, ``task.dist_opt_out`` in a
 config), which the verdict shows. Imports nothing of the project but `evo.contracts.dtypes`.
@@ -32,12 +39,16 @@ config), which the verdict shows. Imports nothing of the project but `evo.contra
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from evo.contracts import dtypes
 
 SPECIAL_DISTS: tuple[str, ...] = ("zeros", "ties", "tiny", "huge", "inf_nan")
+VALUES = "values="  # the prefix of a candidate's own distribution: the values its code compares data with
+APART = ";apart="  # and the differences between two data values it compares
+TURNS = 64  # a values case's seed modulo this: which stretch of the rows `_placed` makes its rows take
 
 # log2 of the largest input magnitude each scaling aims at, per dtype (see the module docstring)
 _TINY_EXP = {"float16": -10}
@@ -129,6 +140,99 @@ def _nonfinite(v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class Compared:
+    """What a candidate's kernels compare their data with (`fitness.check.data_values`): input values, and
+    differences between two input values (``x == tl.max(x, axis=0) - 1.0`` holds where an element is 1.0
+    below its row's maximum)."""
+
+    values: tuple[float, ...] = ()
+    apart: tuple[float, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.values or self.apart)
+
+
+def values_dist(values: Sequence[float], apart: Sequence[float] = ()) -> str:
+    """The distribution that places `values`, and pairs of elements `apart` from each other (exact: each
+    number written as Python's repr reads back)."""
+    text = VALUES + ",".join(repr(float(v)) for v in values)
+    return text + (APART + ",".join(repr(float(d)) for d in apart) if apart else "")
+
+
+def is_special(dist: str) -> bool:
+    """Whether `dist` is a special distribution: one of `SPECIAL_DISTS` or a candidate's values."""
+    return dist in SPECIAL_DISTS or dist.startswith(VALUES)
+
+
+def _numbers(dist: str) -> tuple[list[float], list[float]]:
+    """The values and the differences a `values_dist` places."""
+    values, _, apart = dist[len(VALUES):].partition(APART)
+    return [float(t) for t in values.split(",") if t], [float(d) for d in apart.split(",") if d]
+
+
+def _rounded(x: float, dtype: str) -> float:
+    with np.errstate(all="ignore"):
+        return float(dtypes.to_float64(dtypes.cast(np.array([x]), dtype), dtype)[0])
+
+
+def _neighbours(t: float, dtype: str) -> list[float]:
+    """`t` rounded to `dtype` and the values one step below and above it there (finite ones only)."""
+    with np.errstate(all="ignore"):
+        r = _rounded(t, dtype)
+        if not np.isfinite(r):
+            return []
+        if dtype == "bfloat16":
+            step = abs(r) * 2.0**-7 or 2.0**-133
+            near = [_rounded(r - step, dtype), r, _rounded(r + step, dtype)]
+        else:
+            kind = dtypes.storage_type(dtype).type
+            near = [float(np.nextafter(kind(r), kind(-np.inf))), r, float(np.nextafter(kind(r), kind(np.inf)))]
+    return [x for x in dict.fromkeys(near) if np.isfinite(x)]
+
+
+_EVERY, _TOP, _BOTTOM = 0, 1, 2  # a row made of one value, or holding it as its maximum, or its minimum
+
+
+def _patterns(plain: Sequence[float], near: Sequence[float]) -> list[tuple[float, int]]:
+    """The rows `_placed` makes, in the order it makes them: the values the code writes as whole rows, as
+    maxima, as minima, then their neighbours (a vector's one row takes one of these per case)."""
+    return [(t, p) for group in (plain, near) for p in (_EVERY, _TOP, _BOTTOM) for t in group]
+
+
+def _placed(v: np.ndarray, targets: Sequence[float], patterns: Sequence[tuple[float, int]], apart: Sequence[float],
+            rng: np.random.Generator, turn: int, kind: type[np.floating]) -> np.ndarray:
+    """`v` holding each of `targets` at sparse elements, and half of its rows (never all; a vector's
+    single row) each made after one of `patterns`, the `turn`-th stretch of them; and in every row a few
+    elements one of `apart` (d) below its maximum and above its minimum, and pairs of neighbours (0, d)
+    and (d, 0). Differences are taken in `kind`, the type a kernel computes in, so that the kernel's own
+    subtraction gives them exactly."""
+    out = v.copy()
+    flat = out.reshape(-1)
+    if targets:
+        picked = _some(rng, flat.size, 0.25) if flat.size > len(targets) else np.arange(flat.size)
+        flat[picked] = np.resize(np.asarray(targets, dtype=np.float64), picked.size)
+    rows = _rows(out)
+    chosen = sorted(_some(rng, rows.shape[0], 0.5)) if rows.shape[0] > 1 else [0]
+    for j, r in enumerate(chosen if patterns else []):
+        t, pattern = patterns[(turn * len(chosen) + j) % len(patterns)]
+        spread = np.abs(rows[r] - np.median(rows[r]))
+        rows[r] = t if pattern == _EVERY else (t - spread if pattern == _TOP else t + spread)
+        rows[r, rng.integers(0, rows.shape[1])] = t
+    for r in range(rows.shape[0] if apart and rows.shape[1] >= 8 else 0):  # a few elements of every row
+        row, d = rows[r], kind(abs(apart[(turn + r) % len(apart)]))
+        c, e = 2 * rng.choice(row.size // 2, size=2, replace=False)
+        row[c], row[c + 1], row[e], row[e + 1] = 0.0, float(d), float(d), 0.0
+        used = {int(c), int(c) + 1, int(e), int(e) + 1}
+        for top, sign in ((True, -1), (False, 1)):  # never the element that is the maximum (minimum) itself
+            at = int(np.argmax(row) if top else np.argmin(row))
+            free = [i for i in range(row.size) if i not in used and i != at]
+            i = int(rng.choice(free))
+            row[i] = float(kind(kind(row[at]) + sign * d))
+            used.add(i)
+    return out
+
+
 def _transformable(v: np.ndarray | None) -> bool:
     return v is not None and v.ndim > 0 and v.size > 0
 
@@ -202,6 +306,8 @@ def special_draw(dist: str, values: Values, base: list[np.ndarray], reference: R
                 return scaled, expected, ""
             exp = int(exp / 2)
         return values, base, f"no {dist} magnitude leaves the reference's outputs within their dtype"
+    if dist.startswith(VALUES):
+        return _values_draw(dist, values, base, reference, seed=seed, dtype=dtype, out_dtypes=out_dtypes, atols=atols)
     if dist == "inf_nan":
         rng = np.random.default_rng(seed)
         tries = [transform(dist, values, rng)] + [  # then a single +inf in one input, the last first
@@ -218,6 +324,28 @@ def special_draw(dist: str, values: Values, base: list[np.ndarray], reference: R
     if expected is None:
         return values, base, f"the reference refuses {dist} inputs"
     return changed, expected, ""
+
+
+def _values_draw(dist: str, values: Values, base: list[np.ndarray], reference: Reference, *, seed: int, dtype: str,
+                 out_dtypes: Sequence[str], atols: Sequence[float]) -> tuple[Values, list[np.ndarray], str]:
+    """`special_draw` of a candidate's values (`values_dist`): the largest are dropped until the reference's
+    outputs fit their dtypes."""
+    wanted, apart = _numbers(dist)
+    targets = sorted(dict.fromkeys(n for t in wanted for n in _neighbours(t, dtype)), key=abs)
+    while targets or apart:
+        rng = np.random.default_rng(seed)
+        kind = np.float64 if dtype == "float64" else np.float32
+        plain = [t for t in dict.fromkeys(_rounded(w, dtype) for w in wanted) if t in targets]
+        patterns = _patterns(plain, [t for t in targets if t not in plain])
+        placed: Values = [_placed(v, targets, patterns, apart, rng, seed % TURNS, kind)
+                          if v is not None and _transformable(v) else v for v in values]
+        expected = reference(placed)
+        if expected is not None and meaningful("huge", expected, base, out_dtypes, atols):
+            return placed, expected, ""
+        if not targets:
+            break
+        targets = [t for t in targets if abs(t) < abs(targets[-1]) / 2]  # a factor of two at a time
+    return values, base, "no value the code compares with leaves the reference's outputs within their dtype"
 
 
 def opt_outs(raw: object, where: str) -> dict[str, str]:

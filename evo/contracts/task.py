@@ -40,7 +40,7 @@ from evo.contracts.case import default_tolerance as default_tolerance
 from evo.contracts.case import one_line as one_line
 from evo.contracts.case import size_key as size_key
 from evo.contracts.odd_sizes import odd_size
-from evo.contracts.special_values import SPECIAL_DISTS, special_draw
+from evo.contracts.special_values import is_special, special_draw
 
 # the rules that pick a full check's cases beyond the check sizes (`evo.contracts.check_cases`): part of the
 # task key, so that verdicts cached under other rules are not taken for this check's
@@ -191,7 +191,7 @@ class Task(ABC):
         """Inputs and expected outputs of a case, computed once per task object."""
         if case not in self._cache:
             note = ""
-            if case.dist in SPECIAL_DISTS and case.dist not in self.dists:
+            if is_special(case.dist) and case.dist not in self.dists:
                 inputs, expected, note = self._special_draw(case.size, case.seed, case.dist)
             else:
                 inputs, expected = self._draw(case.size, case.seed, case.dist)

@@ -1,0 +1,309 @@
+"""The values a kernel's code compares with, read from its ``@triton.jit`` functions: where its path may
+turn on an input value that no distribution of the task draws.
+
+A kernel can be wrong only where an input holds one value: ``tl.where(x == 1.0, 0.0, y)``, a window
+``(x > 3.25) & (x < 3.5)``, a shortcut taken when a row's maximum is exactly 2.0. The task's draws are
+smooth, so no draw holds such a value, and the special distributions (`evo.contracts.special_values`)
+hold only zeros, ties, extreme magnitudes and non-finite values. So the check reads every comparison in
+the candidate's kernels whose one side is a number (a literal, a meta-parameter, a module constant, or
+arithmetic of them) and solves the other side for the input value that makes the two equal: through
+``+ - * /`` with a number, a negation, ``abs``, ``exp``/``exp2``/``log``/``log2``/``sqrt``, casts, and
+else the value itself (a load, a reduction, a ``maximum``). The midpoint of two values compared in one
+condition is added too (a window's inside). `fitness.check.values_check` places these values, and their
+neighbours one step up and down in the task's dtype, into check cases (`evo.contracts.special_values`).
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import math
+from collections.abc import Iterator
+
+import numpy as np
+
+from evo.contracts.candidate import Candidate
+from evo.contracts.special_values import Compared
+from evo.contracts.syntax import parse_module
+from fitness.check.coverage import is_jit
+from fitness.check.feeds import argument
+
+MAX_VALUES = 24  # values solved per candidate (each brings two neighbours)
+
+_ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow, ast.Mod)
+# one-argument functions inverted: the value of the argument at which the function's result is t
+_INVERSES = {
+    "exp": lambda t: math.log(t) if t > 0 else None,
+    "exp2": lambda t: math.log2(t) if t > 0 else None,
+    "log": lambda t: math.exp(t) if t < 700 else None,
+    "log2": lambda t: 2.0**t if t < 1000 else None,
+    "sqrt": lambda t: t * t if t >= 0 else None,
+    "sqrt_rn": lambda t: t * t if t >= 0 else None,
+    "rsqrt": lambda t: 1.0 / (t * t) if t > 0 else None,
+}
+_SAME = {"to", "cast", "float", "int"}  # calls whose result equals their argument where it matters
+_STEPS = (ast.Mod, ast.FloorDiv, ast.RShift, ast.LShift)
+_CLIPS = {"minimum", "maximum", "clamp", "min", "max", "fmin", "fmax"}  # calls that turn where arguments meet
+_BITS = {8: np.float16, 16: np.float16, 32: np.float32, 64: np.float64}  # a bitcast integer's float, by width
+
+
+def _numbers(candidate: Candidate, tree: ast.Module) -> dict[str, float]:
+    """The numeric meta-parameters and module constants of a candidate, by name."""
+    names = {k: float(v) for k, v in candidate.params.items()
+             if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    for top in tree.body:
+        target = top.targets[0] if isinstance(top, ast.Assign) and len(top.targets) == 1 else (
+            top.target if isinstance(top, ast.AnnAssign) and top.value is not None else None)
+        value = top.value if isinstance(top, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(target, ast.Name) and value is not None:
+            v = fold(value, names)
+            if v is not None:
+                names.setdefault(target.id, v)
+    return names
+
+
+def fold(e: ast.expr, names: dict[str, float]) -> float | None:
+    """The value of an expression of numbers and named numbers (None if it has another part)."""
+    if isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool):
+        return float(e.value)
+    if isinstance(e, ast.Name):
+        return names.get(e.id)
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        v = fold(e.operand, names)
+        return None if v is None else (-v if isinstance(e.op, ast.USub) else v)
+    if isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords and _name(e.func) in {"constexpr", *_SAME}:
+        return fold(e.args[0], names)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, _ARITH):
+        a, b = fold(e.left, names), fold(e.right, names)
+        if a is None or b is None:
+            return None
+        try:
+            v = _apply(e.op, a, b)
+        except (ArithmeticError, ValueError):
+            return None
+        return v if math.isfinite(v) else None
+    return None
+
+
+def _apply(op: ast.operator, a: float, b: float) -> float:
+    if isinstance(op, ast.Add):
+        return a + b
+    if isinstance(op, ast.Sub):
+        return a - b
+    if isinstance(op, ast.Mult):
+        return a * b
+    if isinstance(op, ast.Div):
+        return a / b
+    if isinstance(op, ast.FloorDiv):
+        return float(a // b)
+    if isinstance(op, ast.Mod):
+        return a % b
+    return float(a**b) if abs(b) <= 64 else math.inf
+
+
+def _name(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def solve(e: ast.expr, t: float, names: dict[str, float]) -> list[float]:
+    """Values of the input `e` reads at which `e` equals `t`: inverted through arithmetic with a number and
+    the functions above, else `t` itself (the value of a load, a reduction, a maximum is an input value)."""
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        return solve(e.operand, -t, names)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mult) and ast.dump(e.left) == ast.dump(e.right):
+        roots = (t**0.5, -(t**0.5)) if t > 0 else (0.0,) if t == 0 else ()
+        return [v for r in roots for v in solve(e.left, r, names)]
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Pow) and (k := fold(e.right, names)) and t > 0:
+        return [v for r in (t ** (1 / k), -(t ** (1 / k))) for v in solve(e.left, r, names)]
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+        left, right = fold(e.left, names), fold(e.right, names)
+        if (left is None) == (right is None):
+            return [t]
+        k, other, on_left = (right, e.left, True) if right is not None else (left, e.right, False)
+        assert k is not None
+        inner = _invert(e.op, k, t, number_on_right=on_left)
+        return [] if inner is None or not math.isfinite(inner) else solve(other, inner, names)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, _STEPS) and (k := fold(e.right, names)) is not None and k:
+        return [v for v in _steps(e.op, k, t) for v in solve(e.left, v, names)]
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.BitAnd, ast.BitOr)):  # a mask keeps what it compares
+        return [*solve(e.left, t, names), *solve(e.right, t, names)] if fold(e.left, names) is None else solve(
+            e.right, t, names)
+    if isinstance(e, ast.Call):
+        name = _name(e.func)
+        method = isinstance(e.func, ast.Attribute) and name in ("to", "cast", "abs", *_INVERSES) and (
+            len(e.args) < 2 if name in ("to", "cast") else not e.args)
+        if name in _CLIPS or name == "where":  # a clip is its argument between the bounds; a select, a branch
+            free = e.args[1:] if name == "where" else e.args
+            return [v for a in free if fold(a, names) is None for v in solve(a, t, names)] or [t]
+        if isinstance(e.func, ast.Attribute) and method:  # x.to(tl.int32), x.exp(): the value is the object
+            arg = e.func.value
+        elif e.args:
+            arg = e.args[0]
+        else:
+            return [t]
+        if name in ("abs", "fabs"):
+            return [*solve(arg, t, names), *solve(arg, -t, names)] if t > 0 else solve(arg, 0.0, names)
+        if name in ("to", "cast") and any(k.arg == "bitcast" and _true(k.value, names) for k in e.keywords):
+            v = _from_bits(t, ast.unparse(e.args[0] if method else e.args[-1]))
+            return [] if v is None else solve(arg, v, names)
+        if name in _SAME:  # to an integer: the middle of the values that truncate to t too
+            middle = ("int" in ast.unparse(e.args[0] if method else e.args[-1]) if name in ("to", "cast")
+                      else name == "int") and e.args
+            return [*solve(arg, t, names), *(solve(arg, t + math.copysign(0.5, t), names) if middle else [])]
+        if name in _INVERSES:
+            inner = _INVERSES[name](t)
+            return [] if inner is None or not math.isfinite(inner) else solve(arg, inner, names)
+    return [t]
+
+
+def _true(e: ast.expr, names: dict[str, float]) -> bool:
+    return (isinstance(e, ast.Constant) and bool(e.value)) or bool(fold(e, names))
+
+
+def _steps(op: ast.operator, k: float, t: float) -> list[float]:
+    """Values of x at which ``x op k`` (a step: ``//``, ``%``, ``>>``, ``<<``) is `t`: its first, and the middle
+    of the stretch that gives `t` too."""
+    if isinstance(op, ast.Mod):
+        return [t, t + k / 2]
+    if isinstance(op, ast.FloorDiv):
+        return [t * k, t * k + k / 2]
+    width = 2.0 ** k if abs(k) <= 64 else 0.0
+    if isinstance(op, ast.RShift):
+        return [t * width, t * width + width / 2] if width else []
+    return [t / width] if width else []
+
+
+def _from_bits(t: float, dtype: str) -> float | None:
+    """The float whose bits are the integer `t`, in the width `dtype` (written as code) names."""
+    width = next((w for w in (64, 32, 16, 8) if str(w) in dtype), 32)
+    kind = _BITS[width]
+    if not float(t).is_integer():
+        return None
+    bits = int(t) % (1 << (8 * np.dtype(kind).itemsize))
+    value = float(np.array([bits], dtype=f"u{np.dtype(kind).itemsize}").view(kind)[0])
+    return value if math.isfinite(value) else None
+
+
+def _invert(op: ast.operator, k: float, t: float, *, number_on_right: bool) -> float | None:
+    """The other operand of ``x op k`` (or ``k op x``) that gives `t`."""
+    if isinstance(op, ast.Add):
+        return t - k
+    if isinstance(op, ast.Sub):
+        return t + k if number_on_right else k - t
+    if isinstance(op, ast.Mult):
+        return t / k if k else None
+    if number_on_right:  # x / k
+        return t * k
+    return k / t if t else None  # k / x
+
+
+def _conditions(fn: ast.FunctionDef) -> Iterator[ast.expr]:
+    """The outermost expressions holding a comparison in `fn`: a whole condition (``a & b``) at a time."""
+    inside: set[int] = set()
+    for node in ast.walk(fn):
+        if id(node) in inside or not isinstance(node, ast.expr):
+            continue
+        if any(_turns(n) for n in ast.walk(node)) and not isinstance(node, (ast.Call, ast.Compare)):
+            if isinstance(node, (ast.BoolOp, ast.BinOp, ast.UnaryOp)):
+                inside.update(id(n) for n in ast.walk(node))
+                yield node
+                continue
+        if _turns(node):
+            inside.update(id(n) for n in ast.walk(node))
+            yield node
+
+
+def _turns(node: ast.AST) -> bool:
+    return isinstance(node, ast.Compare) or (isinstance(node, ast.Call) and _name(node.func) in _CLIPS)
+
+
+def _locals(fn: ast.FunctionDef, names: dict[str, float]) -> dict[str, float]:
+    """`names` and the numbers `fn` binds once to a name (``thr = 3.0 / 4.0``)."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            counts[node.id] = counts.get(node.id, 0) + 1
+    out = dict(names)
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            v = fold(node.value, out) if counts.get(name) == 1 else None
+            if v is not None:
+                out[name] = v
+    return out
+
+
+def _bindings(tree: ast.Module, fn: ast.FunctionDef, names: dict[str, float]) -> list[dict[str, float]]:
+    """The numbers `fn`'s parameters hold, one map per call or launch site in the module that passes a
+    number to some parameter (and `names` alone): ``_k[grid](x, y, THRESH=1.5)`` binds THRESH."""
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    every = [*params, *(a.arg for a in fn.args.kwonlyargs)]
+    out = [names]
+    for caller in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+        scope = _locals(caller, names)
+        for call in (n for n in ast.walk(caller) if isinstance(n, ast.Call)):
+            f = call.func.value if isinstance(call.func, ast.Subscript) else call.func
+            if not (isinstance(f, ast.Name) and f.id == fn.name):
+                continue
+            bound = {p: v for p in every if (a := argument(call, params, p)) is not None
+                     and (v := fold(a, scope)) is not None}
+            if bound:
+                out.append({**names, **bound})
+    return out
+
+
+def _pairs(condition: ast.expr) -> Iterator[tuple[ast.expr, ast.expr]]:
+    """The pairs of expressions `condition` sets against each other: the sides of each comparison, and a
+    clip's argument against each bound (``tl.minimum(tl.maximum((x - 3.0) * 1e6, 0.0), 1.0)`` turns from
+    0 to 1 between two values, without a comparison)."""
+    for node in ast.walk(condition):
+        if isinstance(node, ast.Compare):
+            yield from itertools.pairwise([node.left, *node.comparators])
+        elif isinstance(node, ast.Call) and _name(node.func) in _CLIPS:
+            args = [*node.args, *(k.value for k in node.keywords if k.arg in ("min", "max", "other"))]
+            yield from ((a, b) for a in args for b in args if a is not b)
+
+
+def _offset(e: ast.expr, names: dict[str, float]) -> tuple[ast.expr, float]:
+    """`e` as an expression plus a number (``m - 1.0`` is ``m`` and -1.0); the number is 0 where it has none."""
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
+        k = fold(e.right, names)
+        if k is not None:
+            return e.left, k if isinstance(e.op, ast.Add) else -k
+        k = fold(e.left, names)
+        if k is not None and isinstance(e.op, ast.Add):
+            return e.right, k
+    return e, 0.0
+
+
+def compared_values(candidate: Candidate) -> Compared:
+    """The input values at which a comparison (or a clip) in the candidate's kernels turns, and the
+    differences it compares two input values at (see the module docstring): the first `MAX_VALUES` of
+    each in the order the code writes them, finite ones only."""
+    tree = parse_module(candidate.source)
+    module = _numbers(candidate, tree)
+    out: list[float] = []
+    apart: list[float] = []
+    for fn in ast.walk(tree):
+        if not (isinstance(fn, ast.FunctionDef) and is_jit(fn)):
+            continue
+        for bound in _bindings(tree, fn, module):
+            names = _locals(fn, bound)
+            for condition in _conditions(fn):
+                found: list[float] = []
+                for a, b in _pairs(condition):
+                    ka, kb = fold(a, names), fold(b, names)
+                    if ka is None and kb is not None:
+                        found.extend(solve(a, kb, names))
+                        if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Sub) and fold(a.left, names) is None \
+                                and fold(a.right, names) is None:
+                            apart.append(kb)  # two values kb apart: ``nxt - x == 0.5``
+                    elif ka is None and kb is None:
+                        (a0, da), (b0, db) = _offset(a, names), _offset(b, names)
+                        if da != db and ast.dump(a0) != ast.dump(b0):
+                            apart.append(db - da)
+                found = [v for v in found if math.isfinite(v)]
+                ordered = sorted(set(found))
+                out.extend(found + [(lo + hi) / 2 for lo, hi in itertools.pairwise(ordered)])
+    return Compared(tuple(dict.fromkeys(out))[:MAX_VALUES],
+                    tuple(dict.fromkeys(d for d in apart if math.isfinite(d)))[:MAX_VALUES])

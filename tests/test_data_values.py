@@ -1,0 +1,132 @@
+"""The values a kernel's code compares its data with (`fitness.check.data_values`) and the inputs that
+hold them (`evo.contracts.special_values`, ``values=``): the analysis, without running anything."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evo.contracts.candidate import Candidate
+from evo.contracts.special_values import is_special, special_draw, values_dist
+from fitness.check.data_values import compared_values
+
+HEAD = '''import triton
+import triton.language as tl
+
+LIMIT = 0.5
+
+
+@triton.jit
+def _k(x_ptr, y_ptr, n, t, BLOCK: tl.constexpr, MARK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    y = x
+'''
+TAIL = '''    tl.store(y_ptr + offs, y, mask=offs < n)
+
+
+PARAMS = {"BLOCK": 64, "SCALE": 4.0}
+
+
+def launch(x, y, *, BLOCK, SCALE):
+    n = x.numel()
+    third = 1.0 / 3.0
+    _k[(triton.cdiv(n, BLOCK),)](x, y, n, third, BLOCK=BLOCK, MARK=1.25)
+'''
+
+
+def values(line: str) -> list[float]:
+    return list(compared_values(Candidate.from_source(HEAD + f"    y = {line}\n" + TAIL)).values)
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("tl.where(x == 1.0, 0.0, y)", [1.0]),
+    ("tl.where(x == -1.5, 0.0, y)", [-1.5]),
+    ("tl.where(x * 4.0 == 3.0, 0.0, y)", [0.75]),  # solved through the arithmetic
+    ("tl.where(x * SCALE == 3.0, 0.0, y)", [0.75]),  # a meta-parameter
+    ("tl.where(x - LIMIT == 1.0, 0.0, y)", [1.5]),  # a module constant
+    ("tl.where(x == MARK, 0.0, y)", [1.25]),  # a constexpr launch passes
+    ("tl.where(x == t, 0.0, y)", [1.0 / 3.0]),  # a value launch computes and passes
+    ("tl.where(tl.exp(x) == 2.0, 0.0, y)", [float(np.log(2.0))]),
+    ("tl.where(x.to(tl.int32, bitcast=True) == 0x3F800000, 0.0, y)", [1.0]),  # the bits of 1.0
+])
+def test_a_comparison_is_solved_for_the_input_value_where_it_turns(line, expected):
+    assert values(line) == pytest.approx(expected)
+
+
+def test_a_window_an_absolute_difference_a_truncation_and_a_clip_yield_a_value_inside():
+    window = values("tl.where((x > 3.25) & (x < 3.2500005), 0.0, y)")
+    assert any(3.25 < v < 3.2500005 for v in window)  # the midpoint of the two bounds
+    assert 2.75 in values("tl.where(tl.abs(x - 2.75) < 1e-6, 0.0, y)")
+    hashed = values("tl.where((x * 1000.0).to(tl.int32) % 9973 == 1234, 0.0, y)")
+    assert any(int(np.float32(v) * np.float32(1000.0)) % 9973 == 1234 for v in hashed)
+    # no comparison: a steep clip that is 1 only between 3.000001 and 3.00001
+    clip = values("y * (1.0 - tl.minimum(tl.maximum((x - 3.0) * 1e6, 0.0), 1.0) "
+                  "+ tl.minimum(tl.maximum((x - 3.00001) * 1e6, 0.0), 1.0))")
+    assert any(3.000001 < v < 3.00001 for v in clip)
+
+
+def test_two_input_values_compared_a_number_apart_bring_that_difference():
+    def apart(line: str) -> tuple[float, ...]:
+        return compared_values(Candidate.from_source(HEAD + f"    y = {line}\n" + TAIL)).apart
+
+    assert apart("tl.where((x != tl.max(x, axis=0)) & (x == tl.max(x, axis=0) - 0.7071), 0.0, y)") == (-0.7071,)
+    assert apart("tl.where(tl.max(x, axis=0) - x == 0.7071, 0.0, y)") == (0.7071,)
+    assert apart("tl.where(x == x, 0.0, y)") == ()
+
+
+def test_comparisons_of_indices_and_sizes_bring_no_value_and_the_library_kernels_few():
+    assert values("tl.where(offs < n, x, 0.0)") == []
+    assert values("tl.where(x == -float('inf'), 0.0, y)") == []  # non-finite: the inf_nan distribution's
+    from .conftest import ROOT
+    for task in ("softmax", "layernorm", "attention", "reduction"):
+        assert not compared_values(Candidate.from_file(ROOT / "evo" / "tasks" / task / "known_better.py"))
+
+
+def _placed(targets: list[float], shape: tuple[int, int], dtype: str = "float32", limit: float = np.inf):
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal(shape)
+
+    def reference(vals):
+        [x] = vals
+        return None if np.abs(x).max() > limit else [x * 2.0]
+
+    [x], [expected], note = special_draw(values_dist(targets), [base], [base * 2.0], reference, seed=9, dtype=dtype,
+                                         out_dtypes=[dtype], atols=[1e-5])
+    return base, x, expected, note
+
+
+def test_each_value_and_its_neighbours_are_placed_and_rows_take_it_as_maximum_minimum_or_every_element():
+    assert is_special(values_dist([1.25])) and not is_special("normal")
+    base, x, expected, note = _placed([1.25, -3.0], (12, 40))
+    assert note == "" and np.array_equal(expected, x * 2.0)
+    up = float(np.nextafter(np.float32(1.25), np.float32(2)))
+    down = float(np.nextafter(np.float32(1.25), np.float32(0)))
+    for v in (1.25, up, down, -3.0):
+        assert (x == v).sum() >= 1, v
+    tops = {float(r.max()) for r in x} | {float(r.min()) for r in x}
+    assert {1.25, -3.0} & tops  # a row reduced before the comparison meets the value
+    assert any(np.all(r == r[0]) for r in x)  # a constant row
+    assert not np.array_equal(x, base) and (x == base).any()  # some of the draw stays
+
+
+def test_a_difference_is_placed_exactly_in_the_type_the_kernel_computes_in():
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((5, 50))
+    [x], _, note = special_draw(values_dist([], [0.7071]), [base], [base], lambda v: [np.asarray(v[0])], seed=4,
+                                dtype="float32", out_dtypes=["float32"], atols=[1e-5])
+    assert note == "" and x is not None
+    d = np.float32(0.7071)
+    x32 = x.astype(np.float32)
+    for row in x32:
+        assert (row == row.max() - d).any() and (row == row.min() + d).any()
+        assert (row[1:] - row[:-1] == d).any() and (row[:-1] - row[1:] == d).any()
+
+
+def test_values_whose_reference_does_not_fit_are_dropped_the_largest_first():
+    _, x, _, note = _placed([1.5, 1e6], (6, 30), limit=1e3)
+    assert note == "" and (x == 1.5).any() and not (np.abs(x) > 1e3).any()
+    _, _, _, note = _placed([1e6], (6, 30), limit=1e3)
+    assert "no value" in note
+    _, x16, _, _ = _placed([0.1], (6, 30), dtype="float16")  # rounded to the dtype, where the kernel compares
+    assert (x16 == float(np.float16(0.1))).any()
