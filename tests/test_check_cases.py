@@ -252,6 +252,19 @@ def test_a_kernel_wrong_on_one_input_value_is_refused_there_and_its_honest_twin_
     assert honest.ok and "cases holding the values its code compares with (1.25)" in honest.reason, honest.reason
 
 
+def test_a_layernorm_wrong_only_where_every_weight_is_one_is_refused_and_its_honest_twin_passes(shared_workers):
+    """The identity affine of a freshly initialised model: no draw holds it, every user's first call does."""
+    task = NativeTask(TASK_LIBRARY / "layernorm")
+    task.bench_sizes = [{"rows": 16, "cols": 4096}]
+    with Evaluator(task, SETTINGS, device="cpu", secret=5, **shared_workers(SETTINGS)) as ev:
+        kernel = case_candidate("layernorm_unit_weights_drop_bias")
+        assert old_rules_pass(ev, kernel)
+        r = ev.evaluate(kernel)
+        assert r.status is Status.WRONG_OUTPUT and "(values=1.0)" in r.reason, r.reason
+        honest = ev.evaluate(case_candidate("layernorm_unit_weights_keep_bias"))
+        assert honest.ok, honest.reason
+
+
 # the ways a kernel singles out one input value (`c`: a multiple of 1/64, far from what smooth draws hit exactly)
 VALUE_SPLITS = {
     "equal": "x == {c}",

@@ -48,6 +48,7 @@ def values(line: str) -> list[float]:
     ("tl.where(x == MARK, 0.0, y)", [1.25]),  # a constexpr launch passes
     ("tl.where(x == t, 0.0, y)", [1.0 / 3.0]),  # a value launch computes and passes
     ("tl.where(tl.exp(x) == 2.0, 0.0, y)", [float(np.log(2.0))]),
+    ("tl.where(x == tl.sqrt(2.0) * LIMIT, 0.0, y)", [float(np.sqrt(2.0) * 0.5)]),  # a threshold computed
     ("tl.where(x.to(tl.int32, bitcast=True) == 0x3F800000, 0.0, y)", [1.0]),  # the bits of 1.0
 ])
 def test_a_comparison_is_solved_for_the_input_value_where_it_turns(line, expected):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -40,6 +40,12 @@ _INVERSES = {
     "sqrt": lambda t: t * t if t >= 0 else None,
     "sqrt_rn": lambda t: t * t if t >= 0 else None,
     "rsqrt": lambda t: 1.0 / (t * t) if t > 0 else None,
+}
+# functions of numbers evaluated where a kernel computes its threshold (``thr = tl.sqrt(2.0)``)
+_FORWARD: dict[str, Callable[..., float]] = {
+    "exp": math.exp, "exp2": lambda a: 2.0**a, "log": math.log, "log2": math.log2, "sqrt": math.sqrt,
+    "rsqrt": lambda a: 1.0 / math.sqrt(a), "abs": abs, "fabs": abs, "floor": math.floor, "ceil": math.ceil,
+    "minimum": min, "maximum": max, "min": min, "max": max, "fma": lambda a, b, c: a * b + c,
 }
 _SAME = {"to", "cast", "float", "int"}  # calls whose result equals their argument where it matters
 _STEPS = (ast.Mod, ast.FloorDiv, ast.RShift, ast.LShift)
@@ -73,6 +79,15 @@ def fold(e: ast.expr, names: dict[str, float]) -> float | None:
         return None if v is None else (-v if isinstance(e.op, ast.USub) else v)
     if isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords and _name(e.func) in {"constexpr", *_SAME}:
         return fold(e.args[0], names)
+    if isinstance(e, ast.Call) and e.args and not e.keywords and _name(e.func) in _FORWARD:
+        args = [fold(a, names) for a in e.args]
+        if any(a is None for a in args):
+            return None
+        try:
+            v = float(_FORWARD[_name(e.func)](*args))
+        except (ArithmeticError, ValueError, TypeError):
+            return None
+        return v if math.isfinite(v) else None
     if isinstance(e, ast.BinOp) and isinstance(e.op, _ARITH):
         a, b = fold(e.left, names), fold(e.right, names)
         if a is None or b is None:
