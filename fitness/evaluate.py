@@ -157,7 +157,8 @@ class Evaluator:
         """`ev` (a passing full check) after the cases that hold the input values the candidate's kernels
         compare with (`fitness.check.data_values`): a failure there is the verdict."""
         compared = compared_values(candidate)
-        cases = value_cases(self.task, compared, draws=self.settings.draws)
+        held = observed.thresholds if observed is not None else {}
+        cases = value_cases(self.task, compared, draws=self.settings.draws, held=held)
         if not cases:
             return ev
         r = check_equivalence(self.worker, self.task, candidate, cases, base, timeout=self.settings.timeout_s,
@@ -165,6 +166,9 @@ class Evaluator:
         shown = ", ".join([*(f"{v:.8g}" for v in compared.values[:6]), *(f"a difference of {d:.8g}" for d in
                                                                           compared.apart[:3])])
         shown += ", ..." if len(compared.values) > 6 or len(compared.apart) > 3 else ""
+        if any(held.values()):
+            shown = f"{shown}; and numbers its comparisons held in the check" if shown else (
+                "numbers its comparisons held in the check")
         if not r.ok:
             return _failed(ev, r, f"on inputs holding values its code compares with ({shown})")
         return ev.with_(reason=f"{ev.reason} and on {len(cases)} cases holding the values its code compares "

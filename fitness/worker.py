@@ -26,6 +26,7 @@ from fitness.check.probes import Probes
 from fitness.sandbox import isolation, protocol
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+MAX_RETURNED = 64  # numbers a run's comparisons held per lane, returned (those of the most lanes first)
 # requests a fork-server worker answers itself, in the parent every candidate's process is forked from:
 # the bench inputs of the latency model (each candidate's process inherits them), a counter
 PARENT_OPS = frozenset({"profile_setup", "compile_seconds"})
@@ -57,11 +58,13 @@ def interpreted_check(views: list[Any], msg: dict[str, Any], probes: Probes | No
     extra: dict[str, Any] = {"specs": specs}
     if probes is not None:
         probes.take()  # what this run reaches, not what an earlier one did
+        probes.take_thresholds()
     with recording(specs), program_order(str(msg.get("order", NATURAL))), sanitizer(views, msg), \
             without_dead_overflow_checks():
         yield extra
     if probes is not None:
         extra["probes"] = probes.take()
+        extra["thresholds"] = probes.take_thresholds()[:MAX_RETURNED]
 
 
 def _exit_with_parent() -> None:

@@ -249,7 +249,7 @@ def test_a_kernel_wrong_on_one_input_value_is_refused_there_and_its_honest_twin_
     r = softmax.evaluate(kernel)
     assert r.status is Status.WRONG_OUTPUT and "(values=1.25)" in r.reason, r.reason
     honest = softmax.evaluate(case_candidate("one_value_exact"))
-    assert honest.ok and "cases holding the values its code compares with (1.25)" in honest.reason, honest.reason
+    assert honest.ok and "cases holding the values its code compares with (1.25" in honest.reason, honest.reason
 
 
 def test_a_layernorm_wrong_only_where_every_weight_is_one_is_refused_and_its_honest_twin_passes(shared_workers):

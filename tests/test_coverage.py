@@ -15,7 +15,7 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig, LatencyMode
 from evo.contracts.native_task import NativeTask
 from evo.contracts.verdict import Status
-from fitness.check.coverage import NOT_TAKEN, STMT, TAKEN, key, points, unreached
+from fitness.check.coverage import FALSE, NOT_TAKEN, STMT, TAKEN, TRUE, key, points, unreached
 from fitness.check.crossings import compared
 from fitness.check.fixed import fixed_conditions
 from fitness.evaluate import Evaluator
@@ -118,6 +118,47 @@ def launch(x, lock):
     assert (guard + 1, STMT) not in required
 
 
+def test_each_comparison_and_select_condition_of_a_kernel_is_a_pair_of_points_unless_fixed_or_a_whole_test():
+    source = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _k(x_ptr, lock_ptr, n, SPLITS: tl.constexpr):
+    offs = tl.arange(0, 16)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    ok = tl.arange(0, 16) < SPLITS
+    y = tl.where(x > 0.5, x, 0.0) + tl.where(ok, 1.0, 0.0) + tl.where(x == -float("inf"), 1.0, 0.0)
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(x_ptr + offs, y, mask=offs < n)
+
+
+def launch(x, lock, *, SPLITS):
+    if x.shape[0] > 100:
+        raise ValueError("too long")
+    _k[(1,)](x, lock, x.shape[0], SPLITS=SPLITS)
+'''
+    found, _ = points(ast.parse(source))
+    conditions = {p.text for p in found if p.kind in (TRUE, FALSE)}
+    # the lock's spin is the while's own outcome; an inf guard is the special values'; launch's test is host code
+    assert conditions == {"offs < n", "tl.arange(0, 16) < SPLITS", "ok", "x > 0.5"}
+    every = {p.key for p in found}
+    lines = source.splitlines()
+    at = next(i + 1 for i, t in enumerate(lines) if t.strip().startswith("y = tl.where"))
+    one_way = {p.key for p in found if p.line == at and p.text == "x > 0.5" and p.kind == TRUE}
+    missing = unreached(source, every - one_way)
+    assert [(p.line, p.kind, p.text) for p in missing] == [(at, TRUE, "x > 0.5")]
+    assert "the condition `x > 0.5` never true in any lane" in missing[0].describe(lines)
+    fixed = {p.key for p in found if p.text in ("ok", "tl.arange(0, 16) < SPLITS")}
+    assert unreached(source, every - fixed) == []  # SPLITS is a meta-parameter: a lane's outcome is fixed
+    sizes = {p.key for p in found if p.text == "offs < n"}
+    assert unreached(source, every - sizes) == []  # indices and sizes: the crossings' concern, not a value's
+    statement = key(at, STMT)
+    assert unreached(source, every - one_way - {statement})[0].kind == STMT  # the line first, not its condition
+
+
 # -- the evaluator ---------------------------------------------------------------------------------------
 
 def test_the_demos_wrong_branch_for_wide_rows_is_refused_at_a_size_the_check_chose(softmax):
@@ -153,6 +194,21 @@ def test_a_line_nothing_reaches_is_refused_naming_it(softmax):
     assert r.status is Status.UNSAFE, r.reason
     line = covered("unreachable_line").source.splitlines().index("        scale = 0.5") + 1
     assert f"line {line} (in launch): scale = 0.5" in r.reason and "never ran in the check" in r.reason, r.reason
+
+
+def test_a_select_on_a_number_made_of_a_size_is_met_with_that_number_and_its_twin_passes(softmax):
+    r = softmax.evaluate(covered("select_on_a_size_value"))  # a value no solver reads off the code
+    assert r.status is Status.WRONG_OUTPUT and "(values=0.017" in r.reason, r.reason  # 17 columns / 1000
+    honest = softmax.evaluate(covered("select_on_a_size_bound"))
+    assert honest.ok and "every condition of its kernels on input values went both ways" in honest.reason, \
+        honest.reason
+
+
+def test_a_select_whose_one_side_never_ran_is_refused_naming_its_condition(softmax):
+    r = softmax.evaluate(covered("select_on_a_row_sum"))
+    assert r.status is Status.UNSAFE, r.reason
+    assert "the condition `(x > 0.0) & (x < 1e+30) & (x == tl.sum(tl.where(mask, x, 0.0), axis=0) * 0.125)` " \
+        "never true in any lane" in r.reason, r.reason
 
 
 def test_the_library_kernels_reach_every_line(softmax):

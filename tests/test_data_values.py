@@ -131,3 +131,39 @@ def test_values_whose_reference_does_not_fit_are_dropped_the_largest_first():
     assert "no value" in note
     _, x16, _, _ = _placed([0.1], (6, 30), dtype="float16")  # rounded to the dtype, where the kernel compares
     assert (x16 == float(np.float16(0.1))).any()
+
+
+def test_direct_data_is_what_a_load_gives_and_arithmetic_of_it_not_a_reduction():
+    import ast
+
+    from fitness.check.data_flow import data_names
+
+    fn = ast.parse('''
+def _k(x_ptr, n):
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    m = tl.max(x, axis=0)
+    e = tl.exp(x - m)
+    s = tl.sum(e, axis=0)
+    i = tl.arange(0, 16) + n
+''').body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    assert data_names(fn, is_launched=True) == {"x", "m", "e", "s"}
+    assert data_names(fn, is_launched=True, direct=True) == {"x", "e"}
+    assert "n" in data_names(fn, is_launched=False)  # a device function's parameters may be data
+
+
+def test_the_probe_records_a_conditions_outcomes_and_a_number_held_for_every_lane():
+    from types import SimpleNamespace
+
+    from fitness.check.probes import Probes
+
+    def lanes(*v: float) -> SimpleNamespace:
+        return SimpleNamespace(handle=SimpleNamespace(data=np.array(v)))
+
+    probes = Probes()
+    x, scalar = lanes(0.5, 0.017, 2.0), lanes(0.017)
+    assert probes.compared(-1, -2, lanes(False, True, False), x, scalar).handle.data[1]  # returns its value
+    probes.compared(-3, -4, lanes(False, False), lanes(1, 2), lanes(3))  # integers: indices, no number kept
+    probes.compared(-5, -6, True)  # compile-time: both outcomes, the compiler keeps one
+    assert set(probes.take()) == {-1, -2, -4, -5, -6}  # -3: that comparison was never true
+    assert probes.take_thresholds() == [0.017] and probes.take_thresholds() == []

@@ -20,6 +20,7 @@ orders, the race sanitizer and the barrier rule on. Which cases these rules pick
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from evo.contracts.bench_shaped import bench_shaped_size
@@ -89,21 +90,31 @@ def full_cases(task: Task, *, draws: int) -> list[Case]:
             *task.cases(shaped, draws=draws), *_special_cases(task, shaped, after)]
 
 
-def value_cases(task: Task, compared: Compared, *, draws: int) -> list[Case]:
+MAX_HELD = 16  # numbers a kernel's comparisons held at a size, placed in that size's values case
+
+
+def value_cases(task: Task, compared: Compared, *, draws: int,
+                held: Mapping[str, Iterable[float]] | None = None) -> list[Case]:
     """Cases whose inputs hold what a candidate's code compares its data with (`compared`: values, and pairs
     of values a difference apart; `evo.contracts.special_values`, ``values=``): at every check size
     but the smallest by elements (all ones, usually, where no row can be made to hold a value as its
-    maximum) and at each bench-shaped size. None without values, or where the task cannot recompute its
-    reference on changed inputs."""
-    if not compared or not task.recomputes_reference:
+    maximum) and at each bench-shaped size; with the first `MAX_HELD` of the numbers the kernel's
+    comparisons held for every lane at that size in the check's runs (`held`, by size JSON: a threshold made
+    of a size, ``n_cols * 0.001``). None where nothing is to be placed, or where the task cannot recompute
+    its reference on changed inputs."""
+    if not task.recomputes_reference:
         return []
-    dist = values_dist(compared.values, compared.apart)
+    held = held or {}
     ranked = sorted(range(len(task.check_sizes)), key=lambda i: (elements(task, task.check_sizes[i]), i))
     sizes = [task.check_sizes[i] for i in sorted(ranked[1:] or ranked)] + bench_shaped_sizes(task)
     draw = max(draws, len(task.dists)) + len(SPECIAL_DISTS)  # numbered after the special draws at a size
     out = []
     for turn, size in enumerate(sizes):  # each case's rows take the next stretch of the rows placed
         skey = size_key(size)
+        more = [v for v in held.get(skey, ()) if v not in compared.values][:MAX_HELD]
+        if not compared and not more:
+            continue
+        dist = values_dist([*compared.values, *more], compared.apart)
         digest = int.from_bytes(hashlib.sha256(f"{task.name}|{skey}|{dist}".encode()).digest()[:4], "little")
         out.append(Case(skey, draw, digest - digest % TURNS + turn % TURNS, dist))
     return out

@@ -17,22 +17,41 @@ constant rules out, which the compiler drops: a condition that depends only on v
 candidate (its meta-parameters, literals, module constants, and what kernels are passed of them at
 every call site: `fixed_conditions`) has one outcome for every input, and the other is dead code.
 A condition on sizes, strides, dtypes or values is not fixed: both of its outcomes must run.
+
+A kernel branches per lane too, without a line of its own: ``tl.where(x == 1.25, 0.0, y)`` and a mask
+are an if and an else for each element. So each comparison in a kernel (one operator; not the whole test
+of an ``if``/``while``, whose outcomes are the branch's points) and each select's condition is a pair of
+points: true in some lane of some run, and false in some lane. They are required where their statement
+ran and the condition tests direct data (`fitness.check.data_flow`: a loaded value or arithmetic of it),
+unless it is fixed (`fixed_comparisons`) or compares with an infinity or NaN written out (a guard the
+special values exercise where inputs can reach it). Conditions on indices and sizes are the crossings'
+concern, and one on a sum or another reduction is often a guard no valid input reaches for some
+meta-parameters (a split's weight ``l_i > 0`` with one split). The check places the values its kernels
+compare with (`fitness.check.data_values`) before it judges these.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from evo.contracts.syntax import parse_module
-from fitness.check.fixed import fixed_conditions, reachable
+from fitness.check.data_flow import data_names, launched, reads
+from fitness.check.fixed import fixed_comparisons, fixed_conditions, reachable
 
 STMT, TAKEN, NOT_TAKEN = 0, 1, 2
+TRUE, FALSE = 3, 4  # a kernel's comparison true in some lane, false in some lane (keyed by its column too)
 PROBE = "__evo_probe__"  # a dunder name: the lint forbids candidate code to name it
+COMPARED = "__evo_compared__"  # records the outcomes of a kernel's comparison (`fitness.check.probes`)
 
 
-def key(line: int, kind: int) -> int:
+def key(line: int, kind: int, col: int = 0) -> int:
+    """A point's probe key: a statement's or a branch outcome's by line, a comparison's outcome (negative
+    keys) by line and column."""
+    if kind in (TRUE, FALSE):
+        return -(((line << 11) + min(col, 2047)) * 2 + (kind == TRUE)) - 1
     return line * 4 + kind
 
 
@@ -45,13 +64,19 @@ class Point:
     kind: int
     function: str
     required: bool
+    col: int = 0  # a comparison's column
+    stmt: int = 0  # a comparison's statement's line: its outcomes are required where the statement ran
+    text: str = ""  # a comparison's code
 
     @property
     def key(self) -> int:
-        return key(self.line, self.kind)
+        return key(self.line, self.kind, self.col)
 
     def describe(self, lines: list[str]) -> str:
         text = lines[self.line - 1].strip() if 0 < self.line <= len(lines) else ""
+        if self.kind in (TRUE, FALSE):
+            return (f"line {self.line} (in {self.function}, the condition `{self.text}` never "
+                    f"{'true' if self.kind == TRUE else 'false'} in any lane): {text}")
         outcome = {STMT: "", TAKEN: ", its condition true", NOT_TAKEN: ", its condition false"}[self.kind]
         return f"line {self.line} (in {self.function}{outcome}): {text}"
 
@@ -66,10 +91,14 @@ def _constant_true(test: ast.expr) -> bool:
 
 
 class _Points:
-    """Enumerates the points of function bodies (and, with `probe`, inserts a probe before each)."""
+    """Enumerates the points of function bodies (and, with `probe`, inserts a probe before each, and wraps
+    each comparison of a kernel in a probe of its outcomes). `kernels`: every function given is a kernel
+    (the interpreter's parse of one); else those decorated ``@triton.jit`` are."""
 
-    def __init__(self, probe: bool) -> None:
+    def __init__(self, probe: bool, kernels: bool = False) -> None:
         self.probe = probe
+        self.kernels = kernels
+        self.kernel = False
         self.points: list[Point] = []
         self.branches: dict[int, ast.If | ast.While] = {}  # line of a condition -> its statement
 
@@ -77,6 +106,7 @@ class _Points:
         body = fn.body
         doc = body[:1] if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
             and isinstance(body[0].value.value, str) else []
+        self.kernel = self.kernels or is_jit(fn)
         fn.body = doc + self.body(body[len(doc):], fn.name)
 
     def body(self, stmts: list[ast.stmt], fn: str) -> list[ast.stmt]:
@@ -84,6 +114,8 @@ class _Points:
         for s in stmts:
             if not isinstance(s, ast.Pass):
                 out += self.point(s, s.lineno, STMT, fn, required=not isinstance(s, ast.Raise))
+            if self.kernel and not isinstance(s, ast.Raise):
+                self.comparisons(s, fn)
             out.append(s)
             if isinstance(s, (ast.If, ast.While)):
                 self.branches[s.lineno] = s
@@ -100,12 +132,84 @@ class _Points:
                 self.function(s)
         return out
 
+    def comparisons(self, s: ast.stmt, fn: str) -> None:
+        """The outcomes of each one-operator comparison in `s`'s own expressions (not its body's) as points;
+        with `probe`, each wrapped in a call that records them and returns the comparison's value."""
+        wrap = _Wrap(self, s.lineno, fn)
+        if isinstance(s, (ast.If, ast.While)):  # a whole test's outcomes are the branch's points
+            test = wrap.generic_visit(s.test) if isinstance(s.test, ast.Compare) else wrap.visit(s.test)
+            assert isinstance(test, ast.expr)
+            s.test = test
+        elif isinstance(s, (ast.For, ast.AsyncFor)):
+            s.iter = wrap.visit(s.iter)
+        elif not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.Try)):
+            wrap.visit(s)
+
     def point(self, at: ast.stmt, line: int, kind: int, fn: str, *, required: bool) -> list[ast.stmt]:
         self.points.append(Point(line, kind, fn, required))
         if not self.probe:
             return []
         call = ast.Expr(ast.Call(ast.Name(PROBE, ast.Load()), [ast.Constant(key(line, kind))], []))
         return [ast.copy_location(call, at)]
+
+
+class _Wrap(ast.NodeTransformer):
+    """Records the comparisons of one statement as points of `points` (see `_Points.comparisons`)."""
+
+    def __init__(self, points: _Points, stmt: int, fn: str) -> None:
+        self.walker, self.stmt, self.fn = points, stmt, fn
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        return node  # a lambda's body runs elsewhere (a combine function of a reduction)
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        if len(node.ops) != 1 or any(_nonfinite(side) for side in (node.left, *node.comparators)):
+            return self.generic_visit(node)  # a guard for inf or NaN: the special values' concern
+        return self._wrapped(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        """A select's condition (``tl.where(c, a, b)``) is a point too: the element-wise if and else."""
+        if _name(node.func) == "where" and node.args and not isinstance(node.args[0], ast.Compare) \
+                and not _nonfinite(node.args[0]):
+            node.args[0] = self._wrapped(node.args[0])
+        return self.generic_visit(node)
+
+    def _wrapped(self, node: ast.expr) -> ast.expr:
+        """`node` as a probe call: ``__evo_compared__(true_key, false_key, node)``; a comparison's sides are
+        bound to names on the way and passed too (the probe records a number a side holds for every lane)."""
+        text = ast.unparse(node)
+        keys: list[ast.expr] = []
+        for kind in (TRUE, FALSE):
+            p = Point(node.lineno, kind, self.fn, True, node.col_offset, self.stmt, text)
+            self.walker.points.append(p)
+            keys.append(ast.Constant(p.key))
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        if not self.walker.probe:
+            return node
+        sides: list[ast.expr] = []
+        if isinstance(node, ast.Compare):
+            names = [f"{COMPARED}{len(self.walker.points)}_{i}" for i in range(2)]
+            node.left = ast.NamedExpr(ast.Name(names[0], ast.Store()), node.left)
+            node.comparators = [ast.NamedExpr(ast.Name(names[1], ast.Store()), node.comparators[0])]
+            sides = [ast.Name(n, ast.Load()) for n in names]
+        return ast.copy_location(ast.Call(ast.Name(COMPARED, ast.Load()), [*keys, node, *sides], []), node)
+
+
+def _name(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _nonfinite(e: ast.expr) -> bool:
+    """`e` is an infinity or NaN written out (``-float("inf")``, ``math.inf``)."""
+    for n in ast.walk(e):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.strip().lstrip("+-").lower() in (
+                "inf", "infinity", "nan"):
+            return True
+        if isinstance(n, ast.Attribute) and n.attr in ("inf", "nan"):
+            return True
+        if isinstance(n, ast.Constant) and isinstance(n.value, float) and not math.isfinite(n.value):
+            return True
+    return False
 
 
 def is_jit(fn: ast.FunctionDef) -> bool:
@@ -116,7 +220,7 @@ def instrument(tree: ast.Module, *, kernel: bool) -> ast.Module:
     """`tree` with a probe before every point of its functions: with `kernel`, of the one kernel the
     interpreter parsed (from its ``def``, decorators cut off); else of the host functions of the
     candidate module (the kernels there are never run: the interpreter parses their source again)."""
-    walker = _Points(probe=True)
+    walker = _Points(probe=True, kernels=kernel)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and (kernel or not is_jit(node)):
             walker.function(node)
@@ -148,8 +252,28 @@ def unreached(source: str, seen: set[int]) -> list[Point]:
             dead |= {key(line, NOT_TAKEN)} | set(_keys(node.orelse))
         elif skipped and not taken:
             dead |= {key(line, TAKEN)} | set(_keys(node.body))
-    missing = [p for p in found if p.required and p.key not in seen and p.key not in dead]
+    on_data = _on_direct_data(tree) - fixed_comparisons(tree)
+    missing = [p for p in dict((p.key, p) for p in found).values() if p.required and p.key not in seen
+               and p.key not in dead and (p.kind not in (TRUE, FALSE) or (key(p.stmt, STMT) in seen
+                                                                       and (p.line, p.col) in on_data))]
     return sorted(missing, key=lambda p: (p.kind != STMT, p.line, p.kind))  # a line first, then an outcome
+
+
+def _on_direct_data(tree: ast.Module) -> set[tuple[int, int]]:
+    """(line, column) of the comparisons and select conditions of kernels that test direct data
+    (`fitness.check.data_flow`): what an input's value decides. One on indices and sizes is the crossings'
+    concern; one on a sum or another reduction (a split's weight, a softmax's denominator) is often a
+    guard no valid input reaches, for some meta-parameters, and is not required."""
+    out: set[tuple[int, int]] = set()
+    for fn in tree.body:
+        if not (isinstance(fn, ast.FunctionDef) and is_jit(fn)):
+            continue
+        data = data_names(fn, is_launched=launched(tree, fn.name), direct=True)
+        for node in ast.walk(fn):
+            conditions = [node] if isinstance(node, ast.Compare) else (
+                [node.args[0]] if isinstance(node, ast.Call) and _name(node.func) == "where" and node.args else [])
+            out |= {(c.lineno, c.col_offset) for c in conditions if reads(c, data, direct=True)}
+    return out
 
 
 def _keys(body: list[ast.stmt]) -> Iterator[int]:

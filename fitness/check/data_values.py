@@ -9,8 +9,11 @@ the candidate's kernels whose one side is a number (a literal, a meta-parameter,
 arithmetic of them) and solves the other side for the input value that makes the two equal: through
 ``+ - * /`` with a number, a negation, ``abs``, ``exp``/``exp2``/``log``/``log2``/``sqrt``, casts, and
 else the value itself (a load, a reduction, a ``maximum``). The midpoint of two values compared in one
-condition is added too (a window's inside). `fitness.check.values_check` places these values, and their
-neighbours one step up and down in the task's dtype, into check cases (`evo.contracts.special_values`).
+condition is added too (a window's inside). The evaluator places these values, and their neighbours one
+step up and down in the task's dtype, into check cases (`evo.contracts.check_cases.value_cases`,
+`evo.contracts.special_values`), with the numbers the kernel's comparisons held for every lane in the
+check's runs at each size (`fitness.check.probes`: a threshold made of a size, which no reading of the
+code gives). A comparison that still went one way in every lane is `unsafe` (`fitness.check.coverage`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.special_values import Compared
 from evo.contracts.syntax import parse_module
 from fitness.check.coverage import is_jit
+from fitness.check.data_flow import data_names, launched, reads
 from fitness.check.feeds import argument
 
 MAX_VALUES = 24  # values solved per candidate (each brings two neighbours)
@@ -302,11 +306,14 @@ def compared_values(candidate: Candidate) -> Compared:
     for fn in ast.walk(tree):
         if not (isinstance(fn, ast.FunctionDef) and is_jit(fn)):
             continue
+        data = data_names(fn, is_launched=launched(tree, fn.name))
         for bound in _bindings(tree, fn, module):
             names = _locals(fn, bound)
             for condition in _conditions(fn):
                 found: list[float] = []
                 for a, b in _pairs(condition):
+                    if not (reads(a, data) or reads(b, data)):
+                        continue  # indices and sizes: the crossings' concern (`fitness.check.crossings`)
                     ka, kb = fold(a, names), fold(b, names)
                     if ka is None and kb is not None:
                         found.extend(solve(a, kb, names))

@@ -35,14 +35,18 @@ from fitness.sandbox.process import Worker, WorkerDied, WorkerTimeout
 @dataclass
 class Observed:
     """What a check's runs showed of the candidate's code: the points they reached (probe keys,
-    `fitness.check.coverage`) and the kernel specializations they launched, each with the first case
-    that launched it (`fitness.sandbox.launch_specs`)."""
+    `fitness.check.coverage`), the kernel specializations they launched, each with the first case
+    that launched it (`fitness.sandbox.launch_specs`), and the numbers its comparisons held per size."""
 
     probes: set[int] = field(default_factory=set)
     specs: dict[str, str] = field(default_factory=dict)
+    # size (its JSON) -> numbers a kernel's comparison held for every lane there, first seen first
+    thresholds: dict[str, dict[float, None]] = field(default_factory=dict)
 
     def add(self, reply: dict[str, object], case: Case) -> None:
         self.probes.update(int(k) for k in reply.get("probes") or [])  # type: ignore[attr-defined]
+        numbers = self.thresholds.setdefault(case.size_json, {})
+        numbers.update((float(v), None) for v in reply.get("thresholds") or [])  # type: ignore[attr-defined]
         for spec in reply.get("specs") or []:  # type: ignore[attr-defined]
             self.specs.setdefault(json.dumps(spec, sort_keys=True), case.label())
 

@@ -18,7 +18,8 @@ _PURE_BUILTINS = frozenset("min max abs int float bool round divmod pow len".spl
 # functions of their arguments alone (tl.program_id, tl.load and torch's calls are not: they read the
 # program, memory or tensors)
 _PURE = frozenset({"triton.next_power_of_2", "triton.cdiv", "triton.language.cdiv", "triton.language.constexpr",
-                   "triton.language.core.constexpr"})
+                   "triton.language.core.constexpr", "triton.language.arange", "triton.language.full",
+                   "triton.language.zeros"})
 
 
 def reachable(tree: ast.Module) -> set[str]:
@@ -191,3 +192,26 @@ def fixed_conditions(tree: ast.Module) -> set[int]:
             if isinstance(node, (ast.If, ast.While)) and analysis.fixed(node.test, names):
                 out.add(node.lineno)
     return out
+
+
+def fixed_comparisons(tree: ast.Module) -> set[tuple[int, int]]:
+    """(line, column) of the comparisons and select conditions (``tl.where(c, ...)``), in functions ``launch``
+    reaches, that are fixed (a lane of ``tl.arange(0, SPLITS_P2) < NUM_SPLITS`` is true or false for every
+    input alike)."""
+    analysis = _Analysis(tree)
+    analysis.run()
+    out: set[tuple[int, int]] = set()
+    for name in analysis.live:
+        names = analysis.fixed_names[name]
+        for node in ast.walk(analysis.functions[name]):
+            conditions = [node] if isinstance(node, ast.Compare) else (
+                [node.args[0]] if isinstance(node, ast.Call) and _is_where(node) else [])
+            out |= {(c.lineno, c.col_offset) for c in conditions if analysis.fixed(c, names)}
+    return out
+
+
+def _is_where(node: ast.Call) -> bool:
+    if not node.args:
+        return False
+    f = node.func
+    return (f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else "") == "where"

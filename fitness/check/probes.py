@@ -10,8 +10,25 @@ import ast
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from evo.contracts.syntax import parse_module
-from fitness.check.coverage import PROBE, instrument
+from fitness.check.coverage import COMPARED, PROBE, instrument
+
+MAX_THRESHOLDS = 4096  # distinct numbers recorded per run (one per program where a row's own value is compared)
+
+
+def _data(value: Any, numbers: bool = False) -> np.ndarray | None:
+    """The lanes of an interpreted tensor (None for a compile-time value; with `numbers`, a Python number or
+    a constexpr's as one lane)."""
+    data = getattr(getattr(value, "handle", None), "data", None)
+    if isinstance(data, np.ndarray):
+        return data
+    if numbers:
+        number = getattr(value, "value", value)
+        if isinstance(number, (int, float)) and not isinstance(number, bool):
+            return np.array([float(number)])
+    return None
 
 
 class Probes:
@@ -20,6 +37,7 @@ class Probes:
     def __init__(self) -> None:
         self.filename = ""
         self.seen: set[int] = set()
+        self.thresholds: dict[float, int] = {}  # a number a comparison's side held for every lane -> how often
         self._patched = False
 
     def load(self, module: ModuleType, source: str, filename: str) -> None:
@@ -28,6 +46,7 @@ class Probes:
         self.filename = filename
         tree = instrument(parse_module(source), kernel=False)
         module.__dict__[PROBE] = self.seen.add  # a C method: a probe costs one call, no Python frame
+        module.__dict__[COMPARED] = self.compared
         self._patch_interpreter()
         exec(compile(tree, self.filename, "exec"), module.__dict__)
 
@@ -50,6 +69,36 @@ class Probes:
 
         rewriter._transform_ast = transform
         self._patched = True
+
+    def compared(self, true: int, false: int, value: Any, *sides: Any) -> Any:
+        """`value`, a kernel's comparison, with the outcomes it holds recorded: true in some lane (`true`), false
+        in some lane (`false`). A comparison of compile-time values (a Python bool) has both: the compiler
+        keeps the one outcome, and the other is dead code. Where one of its `sides` is one number for every
+        lane and the other holds floats (``x == n_cols * 0.001``), that number is recorded: the check places
+        it in the inputs of a later case at the same size (`fitness.check.data_values`)."""
+        data = _data(value)
+        if data is None:
+            self.seen.update((true, false))
+        elif data.size:
+            if true not in self.seen and data.any():
+                self.seen.add(true)
+            if false not in self.seen and not data.all():
+                self.seen.add(false)
+        if len(sides) == 2 and len(self.thresholds) < MAX_THRESHOLDS:
+            a, b = (_data(s, numbers=True) for s in sides)
+            for one, other in ((a, b), (b, a)):
+                if one is not None and other is not None and one.size == 1 and other.size > 1 \
+                        and other.dtype.kind == "f":
+                    number = float(one.reshape(-1)[0])
+                    if np.isfinite(number):
+                        self.thresholds[number] = self.thresholds.get(number, 0) + 1
+        return value
+
+    def take_thresholds(self) -> list[float]:
+        """The numbers recorded since the last call, those met by the most lanes' comparisons first."""
+        out = sorted(self.thresholds, key=lambda v: -self.thresholds[v])
+        self.thresholds.clear()
+        return out
 
     def take(self) -> list[int]:
         out = sorted(self.seen)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from evo.contracts.candidate import Candidate
 from evo.contracts.task import Size, Task, size_key
 from evo.contracts.verdict import Evaluation, Status
-from fitness.check.coverage import Point, unreached
+from fitness.check.coverage import FALSE, TRUE, Point, unreached
 from fitness.check.crossings import MAX_CROSSINGS, crossing_sizes
 from fitness.check.equivalence import Observed
 from fitness.check.thresholds import MAX_ELEMENTS, base_size, cost, thresholds
@@ -69,7 +69,7 @@ def reach(candidate: Candidate, task: Task, ev: Evaluation, observed: Observed, 
     compares with (`fitness.check.crossings`). A failure at such a size is the verdict; a point that still
     never ran makes the kernel ``unsafe``: code the check never ran is not verified."""
     lines = candidate.source.splitlines()
-    missing = unreached(candidate.source, observed.probes)
+    missing = _lines(unreached(candidate.source, observed.probes))
     tried: list[str] = []
     if missing:
         for size in search_sizes(task, candidate, missing)[:MAX_SIZES]:
@@ -78,7 +78,7 @@ def reach(candidate: Candidate, task: Task, ev: Evaluation, observed: Observed, 
             tried.append(size_key(size))
             if not r.ok:
                 return _failed_at(ev, r, size, f"which the check chose to reach {target} (no check case ran it)")
-            missing = unreached(candidate.source, observed.probes)
+            missing = _lines(unreached(candidate.source, observed.probes))
             if not missing:
                 break
         else:
@@ -108,9 +108,23 @@ def reach(candidate: Candidate, task: Task, ev: Evaluation, observed: Observed, 
             f"its code takes another path at {needed} sizes no check size reached, more than the {MAX_CROSSINGS} "
             f"the check runs per candidate (it ran {', '.join(crossed)}): paths the check does not run are not "
             "verified"))
+    one_way = unreached(candidate.source, observed.probes)
+    if one_way:
+        more = f" (and {len(one_way) - 1} more)" if len(one_way) > 1 else ""
+        return ev.with_(status=Status.UNSAFE, reason=(
+            f"{one_way[0].describe(lines)}{more}: a condition on input values that went one way in every lane "
+            "of every run of the check (the values its code compares with included) leaves the other way "
+            "unverified, and users' inputs may take it"))
     chosen = [*tried, *crossed]
     extra = f" (with {len(chosen)} size(s) the check chose: {', '.join(chosen)})" if chosen else ""
-    return ev.with_(reason=f"{ev.reason}; every line of its code ran in the check{extra}")
+    return ev.with_(reason=f"{ev.reason}; every line of its code ran in the check, and every condition of its "
+                           f"kernels on input values went both ways{extra}")
+
+
+def _lines(points: list[Point]) -> list[Point]:
+    """The statements and branch outcomes among `points`: sizes are searched to reach them. A comparison that
+    went one way is judged once the sizes the check crosses have run (`reach`)."""
+    return [p for p in points if p.kind not in (TRUE, FALSE)]
 
 
 def _failed_at(ev: Evaluation, r: Evaluation, size: Size, why: str) -> Evaluation:

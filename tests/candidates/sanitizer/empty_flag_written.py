@@ -1,5 +1,5 @@
 """Honest twin of `empty_flag`: a first launch writes the flag, so the kernel reads what it wrote (and adds
-up the whole vector)."""
+up the whole vector: the flag is 1, the stop n)."""
 
 import torch
 import triton
@@ -8,7 +8,7 @@ import triton.language as tl
 
 @triton.jit
 def _sum_one_program(x_ptr, out_ptr, flag_ptr, n, BLOCK: tl.constexpr):
-    stop = tl.where(tl.load(flag_ptr) == 0, n // 2, n)
+    stop = n * tl.load(flag_ptr)
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for start in range(0, n, BLOCK):
         offs = start + tl.arange(0, BLOCK)
