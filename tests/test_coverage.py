@@ -199,6 +199,8 @@ def test_a_line_nothing_reaches_is_refused_naming_it(softmax):
 def test_a_select_on_a_number_made_of_a_size_is_met_with_that_number_and_its_twin_passes(softmax):
     r = softmax.evaluate(covered("select_on_a_size_value"))  # a value no solver reads off the code
     assert r.status is Status.WRONG_OUTPUT and "(values=0.017" in r.reason, r.reason  # 17 columns / 1000
+    r = softmax.evaluate(covered("select_on_a_row_max"))  # a reduction against it: placed as rows' maxima
+    assert r.status is Status.WRONG_OUTPUT and "(values=" in r.reason, r.reason
     honest = softmax.evaluate(covered("select_on_a_size_bound"))
     assert honest.ok and "every condition of its kernels on input values went both ways" in honest.reason, \
         honest.reason

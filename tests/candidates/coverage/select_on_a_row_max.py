@@ -1,0 +1,26 @@
+"""Gaming: a row whose maximum equals n_cols / 20 + 1 is halved. The comparison is of a reduction, one
+number per program on either side: the check records the number made of the size and places it as rows'
+maxima in a later case at that size."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax(x_ptr, y_ptr, n_cols, stride_x, stride_y, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * stride_x + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, axis=0))
+    y = e / tl.sum(e, axis=0)
+    y = tl.where(tl.max(x, axis=0) == n_cols * 0.05 + 1.0, y * 0.5, y)
+    tl.store(y_ptr + row * stride_y + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+PARAMS = {"num_warps": 8}
+
+
+def launch(x, y, *, num_warps):
+    rows, cols = x.shape
+    _softmax[(rows,)](x, y, cols, x.stride(0), y.stride(0), BLOCK=triton.next_power_of_2(cols), num_warps=num_warps)
