@@ -38,8 +38,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from evo.contracts.syntax import parse_module
-from fitness.check.data_flow import data_names, launched, reads
-from fitness.check.fixed import fixed_comparisons, fixed_conditions, reachable
+from fitness.check.data_flow import call_name, data_names, launched, reads
+from fitness.check.fixed import conditions, fixed_comparisons, fixed_conditions, reachable
 
 STMT, TAKEN, NOT_TAKEN = 0, 1, 2
 TRUE, FALSE = 3, 4  # a kernel's comparison true in some lane, false in some lane (keyed by its column too)
@@ -169,7 +169,7 @@ class _Wrap(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         """A select's condition (``tl.where(c, a, b)``) is a point too: the element-wise if and else."""
-        if _name(node.func) == "where" and node.args and not isinstance(node.args[0], ast.Compare) \
+        if call_name(node.func) == "where" and node.args and not isinstance(node.args[0], ast.Compare) \
                 and not _nonfinite(node.args[0]):
             node.args[0] = self._wrapped(node.args[0])
         return self.generic_visit(node)
@@ -193,10 +193,6 @@ class _Wrap(ast.NodeTransformer):
             node.comparators = [ast.NamedExpr(ast.Name(names[1], ast.Store()), node.comparators[0])]
             sides = [ast.Name(n, ast.Load()) for n in names]
         return ast.copy_location(ast.Call(ast.Name(COMPARED, ast.Load()), [*keys, node, *sides], []), node)
-
-
-def _name(func: ast.expr) -> str:
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _nonfinite(e: ast.expr) -> bool:
@@ -270,9 +266,7 @@ def _on_direct_data(tree: ast.Module) -> set[tuple[int, int]]:
             continue
         data = data_names(fn, is_launched=launched(tree, fn.name), direct=True)
         for node in ast.walk(fn):
-            conditions = [node] if isinstance(node, ast.Compare) else (
-                [node.args[0]] if isinstance(node, ast.Call) and _name(node.func) == "where" and node.args else [])
-            out |= {(c.lineno, c.col_offset) for c in conditions if reads(c, data, direct=True)}
+            out |= {(c.lineno, c.col_offset) for c in conditions(node) if reads(c, data, direct=True)}
     return out
 
 

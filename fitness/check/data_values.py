@@ -29,7 +29,7 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.special_values import Compared
 from evo.contracts.syntax import parse_module
 from fitness.check.coverage import is_jit
-from fitness.check.data_flow import data_names, launched, reads
+from fitness.check.data_flow import call_name, data_names, launched, reads
 from fitness.check.feeds import argument
 
 MAX_VALUES = 24  # values solved per candidate (each brings two neighbours)
@@ -81,14 +81,14 @@ def fold(e: ast.expr, names: dict[str, float]) -> float | None:
     if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
         v = fold(e.operand, names)
         return None if v is None else (-v if isinstance(e.op, ast.USub) else v)
-    if isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords and _name(e.func) in {"constexpr", *_SAME}:
+    if isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords and call_name(e.func) in {"constexpr", *_SAME}:
         return fold(e.args[0], names)
-    if isinstance(e, ast.Call) and e.args and not e.keywords and _name(e.func) in _FORWARD:
+    if isinstance(e, ast.Call) and e.args and not e.keywords and call_name(e.func) in _FORWARD:
         args = [fold(a, names) for a in e.args]
         if any(a is None for a in args):
             return None
         try:
-            v = float(_FORWARD[_name(e.func)](*args))
+            v = float(_FORWARD[call_name(e.func)](*args))
         except (ArithmeticError, ValueError, TypeError):
             return None
         return v if math.isfinite(v) else None
@@ -120,10 +120,6 @@ def _apply(op: ast.operator, a: float, b: float) -> float:
     return float(a**b) if abs(b) <= 64 else math.inf
 
 
-def _name(func: ast.expr) -> str:
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-
-
 def solve(e: ast.expr, t: float, names: dict[str, float]) -> list[float]:
     """Values of the input `e` reads at which `e` equals `t`: inverted through arithmetic with a number and
     the functions above, else `t` itself (the value of a load, a reduction, a maximum is an input value)."""
@@ -148,7 +144,7 @@ def solve(e: ast.expr, t: float, names: dict[str, float]) -> list[float]:
         return [*solve(e.left, t, names), *solve(e.right, t, names)] if fold(e.left, names) is None else solve(
             e.right, t, names)
     if isinstance(e, ast.Call):
-        name = _name(e.func)
+        name = call_name(e.func)
         method = isinstance(e.func, ast.Attribute) and name in ("to", "cast", "abs", *_INVERSES) and (
             len(e.args) < 2 if name in ("to", "cast") else not e.args)
         if name in _CLIPS or name == "where":  # a clip is its argument between the bounds; a select, a branch
@@ -233,7 +229,7 @@ def _conditions(fn: ast.FunctionDef) -> Iterator[ast.expr]:
 
 
 def _turns(node: ast.AST) -> bool:
-    return isinstance(node, ast.Compare) or (isinstance(node, ast.Call) and _name(node.func) in _CLIPS)
+    return isinstance(node, ast.Compare) or (isinstance(node, ast.Call) and call_name(node.func) in _CLIPS)
 
 
 def _locals(fn: ast.FunctionDef, names: dict[str, float]) -> dict[str, float]:
@@ -278,7 +274,7 @@ def _pairs(condition: ast.expr) -> Iterator[tuple[ast.expr, ast.expr]]:
     for node in ast.walk(condition):
         if isinstance(node, ast.Compare):
             yield from itertools.pairwise([node.left, *node.comparators])
-        elif isinstance(node, ast.Call) and _name(node.func) in _CLIPS:
+        elif isinstance(node, ast.Call) and call_name(node.func) in _CLIPS:
             args = [*node.args, *(k.value for k in node.keywords if k.arg in ("min", "max", "other"))]
             yield from ((a, b) for a in args for b in args if a is not b)
 

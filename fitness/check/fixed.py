@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 
+from fitness.check.data_flow import call_name
+
 _PURE_BUILTINS = frozenset("min max abs int float bool round divmod pow len".split())
 # functions of their arguments alone (tl.program_id, tl.load and torch's calls are not: they read the
 # program, memory or tensors)
@@ -204,14 +206,14 @@ def fixed_comparisons(tree: ast.Module) -> set[tuple[int, int]]:
     for name in analysis.live:
         names = analysis.fixed_names[name]
         for node in ast.walk(analysis.functions[name]):
-            conditions = [node] if isinstance(node, ast.Compare) else (
-                [node.args[0]] if isinstance(node, ast.Call) and _is_where(node) else [])
-            out |= {(c.lineno, c.col_offset) for c in conditions if analysis.fixed(c, names)}
+            out |= {(c.lineno, c.col_offset) for c in conditions(node) if analysis.fixed(c, names)}
     return out
 
 
-def _is_where(node: ast.Call) -> bool:
-    if not node.args:
-        return False
-    f = node.func
-    return (f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else "") == "where"
+def conditions(node: ast.AST) -> list[ast.expr]:
+    """The per-lane condition `node` is, if any: a comparison itself, or a select's (``tl.where(c, a, b)``)."""
+    if isinstance(node, ast.Compare):
+        return [node]
+    if isinstance(node, ast.Call) and node.args and call_name(node.func) == "where":
+        return [node.args[0]]
+    return []
