@@ -50,6 +50,8 @@ def values(line: str) -> list[float]:
     ("tl.where(tl.exp(x) == 2.0, 0.0, y)", [float(np.log(2.0))]),
     ("tl.where(x == tl.sqrt(2.0) * LIMIT, 0.0, y)", [float(np.sqrt(2.0) * 0.5)]),  # a threshold computed
     ("tl.where(x.to(tl.int32, bitcast=True) == 0x3F800000, 0.0, y)", [1.0]),  # the bits of 1.0
+    ("tl.where(x ** 0.01 == 1e10, 0.0, y)", []),  # out of range: nothing, and no error
+    ("tl.where(x % 1e300 == 1e308, 0.0, y)", [1e308, 1.000000005e308, 1.0000000025e308]),  # finite midpoints
 ])
 def test_a_comparison_is_solved_for_the_input_value_where_it_turns(line, expected):
     assert values(line) == pytest.approx(expected)

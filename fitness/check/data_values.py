@@ -4,16 +4,19 @@ turn on an input value that no distribution of the task draws.
 A kernel can be wrong only where an input holds one value: ``tl.where(x == 1.0, 0.0, y)``, a window
 ``(x > 3.25) & (x < 3.5)``, a shortcut taken when a row's maximum is exactly 2.0. The task's draws are
 smooth, so no draw holds such a value, and the special distributions (`evo.contracts.special_values`)
-hold only zeros, ties, extreme magnitudes and non-finite values. So the check reads every comparison in
-the candidate's kernels whose one side is a number (a literal, a meta-parameter, a module constant, or
-arithmetic of them) and solves the other side for the input value that makes the two equal: through
-``+ - * /`` with a number, a negation, ``abs``, ``exp``/``exp2``/``log``/``log2``/``sqrt``, casts, and
-else the value itself (a load, a reduction, a ``maximum``). The midpoint of two values compared in one
-condition is added too (a window's inside). The evaluator places these values, and their neighbours one
-step up and down in the task's dtype, into check cases (`evo.contracts.check_cases.value_cases`,
-`evo.contracts.special_values`), with the numbers the kernel's comparisons held for every lane in the
-check's runs at each size (`fitness.check.probes`: a threshold made of a size, which no reading of the
-code gives). A comparison that still went one way in every lane is `unsafe` (`fitness.check.coverage`).
+hold only zeros, ties, extreme magnitudes and non-finite values. So the check reads every comparison (and
+clip) in the candidate's kernels that reads data (`fitness.check.data_flow`) and has a number on one side
+(a literal, a meta-parameter, a module constant, a local, what a launch or call site passes, or arithmetic
+of them), and solves the other side for the input value that makes the two equal: through ``+ - * /``
+with a number, a negation, ``abs``, ``exp``/``exp2``/``log``/``log2``/``sqrt``, casts and bitcasts,
+``//``, ``%``, shifts, masks, clips and selects, squares and powers, and else the value itself (a load, a
+reduction). The midpoint of two values compared in one condition is added too (a window's inside), and
+two data values compared a number apart give that difference (``x == top - 0.7071``). The evaluator
+places these values, and their neighbours one step up and down in the task's dtype, into check cases
+(`evo.contracts.check_cases.value_cases`, `evo.contracts.special_values`), with the numbers the
+kernel's comparisons held for every lane in the check's runs at each size (`fitness.check.probes`: a
+threshold made of a size, which no reading of the code gives). A condition on input values that still
+went one way in every lane is `unsafe` (`fitness.check.coverage`).
 """
 
 from __future__ import annotations
@@ -312,7 +315,10 @@ def compared_values(candidate: Candidate) -> Compared:
                         continue  # indices and sizes: the crossings' concern (`fitness.check.crossings`)
                     ka, kb = fold(a, names), fold(b, names)
                     if ka is None and kb is not None:
-                        found.extend(solve(a, kb, names))
+                        try:
+                            found.extend(solve(a, kb, names))
+                        except (ArithmeticError, ValueError):  # a power or a reciprocal out of range
+                            pass
                         if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Sub) and fold(a.left, names) is None \
                                 and fold(a.right, names) is None:
                             apart.append(kb)  # two values kb apart: ``nxt - x == 0.5``
@@ -322,6 +328,6 @@ def compared_values(candidate: Candidate) -> Compared:
                             apart.append(db - da)
                 found = [v for v in found if math.isfinite(v)]
                 ordered = sorted(set(found))
-                out.extend(found + [(lo + hi) / 2 for lo, hi in itertools.pairwise(ordered)])
+                out.extend(found + [m for lo, hi in itertools.pairwise(ordered) if math.isfinite(m := lo / 2 + hi / 2)])
     return Compared(tuple(dict.fromkeys(out))[:MAX_VALUES],
                     tuple(dict.fromkeys(d for d in apart if math.isfinite(d)))[:MAX_VALUES])
