@@ -171,7 +171,10 @@ class _Wrap(ast.NodeTransformer):
         """A select's condition (``tl.where(c, a, b)``) is a point too: the element-wise if and else."""
         if call_name(node.func) == "where" and node.args and not isinstance(node.args[0], ast.Compare) \
                 and not _nonfinite(node.args[0]):
-            node.args[0] = self._wrapped(node.args[0])
+            node.args[0] = self._wrapped(node.args[0])  # its comparisons are visited there, once
+            node.args[1:] = [self.visit(a) for a in node.args[1:]]
+            node.keywords = [self.visit(k) for k in node.keywords]
+            return node
         return self.generic_visit(node)
 
     def _wrapped(self, node: ast.expr) -> ast.expr:
