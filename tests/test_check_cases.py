@@ -260,7 +260,7 @@ def test_a_layernorm_wrong_only_where_every_weight_is_one_is_refused_and_its_hon
         kernel = case_candidate("layernorm_unit_weights_drop_bias")
         assert old_rules_pass(ev, kernel)
         r = ev.evaluate(kernel)
-        assert r.status is Status.WRONG_OUTPUT and "(values=1.0)" in r.reason, r.reason
+        assert r.status is Status.WRONG_OUTPUT and "(values=1.0" in r.reason, r.reason  # and numbers it held
         honest = ev.evaluate(case_candidate("layernorm_unit_weights_keep_bias"))
         assert honest.ok, honest.reason
 
