@@ -51,10 +51,15 @@ def work(task: Task, size: Size) -> float:
     return float(flops) if flops else float(elements(task, size))
 
 
+def _by_elements(task: Task) -> list[int]:
+    """Indices of the task's check sizes, fewest elements first (ties in the task's order)."""
+    return sorted(range(len(task.check_sizes)), key=lambda i: (elements(task, task.check_sizes[i]), i))
+
+
 def special_sizes(task: Task) -> list[Size]:
     """`SPECIAL_AT` check sizes for the special values: the smallest by elements after the smallest (usually
     all ones, where rows and ties mean nothing), in the task's order."""
-    ranked = sorted(range(len(task.check_sizes)), key=lambda i: (elements(task, task.check_sizes[i]), i))
+    ranked = _by_elements(task)
     chosen = ranked[1:SPECIAL_AT + 1] if len(ranked) > SPECIAL_AT else ranked
     return [task.check_sizes[i] for i in sorted(chosen)]
 
@@ -105,7 +110,7 @@ def value_cases(task: Task, compared: Compared, *, draws: int,
     if not task.recomputes_reference:
         return []
     held = held or {}
-    ranked = sorted(range(len(task.check_sizes)), key=lambda i: (elements(task, task.check_sizes[i]), i))
+    ranked = _by_elements(task)
     sizes = [task.check_sizes[i] for i in sorted(ranked[1:] or ranked)] + bench_shaped_sizes(task)
     draw = max(draws, len(task.dists)) + len(SPECIAL_DISTS)  # numbered after the special draws at a size
     out = []

@@ -332,9 +332,9 @@ def _values_draw(dist: str, values: Values, base: list[np.ndarray], reference: R
     outputs fit their dtypes."""
     wanted, apart = _numbers(dist)
     targets = sorted(dict.fromkeys(n for t in wanted for n in _neighbours(t, dtype)), key=abs)
+    kind = np.float64 if dtype == "float64" else np.float32
     while targets or apart:
         rng = np.random.default_rng(seed)
-        kind = np.float64 if dtype == "float64" else np.float32
         plain = [t for t in dict.fromkeys(_rounded(w, dtype) for w in wanted) if t in targets]
         patterns = _patterns(plain, [t for t in targets if t not in plain])
         placed: Values = [_placed(v, targets, patterns, apart, rng, seed % TURNS, kind)

@@ -15,7 +15,7 @@ body is ``pass`` (a lock that is free when the interpreter, running programs one
 the exit of ``while True``; code of functions ``launch`` never reaches; and the branch a compile-time
 constant rules out, which the compiler drops: a condition that depends only on values fixed for the
 candidate (its meta-parameters, literals, module constants, and what kernels are passed of them at
-every call site: `fixed_conditions`) has one outcome for every input, and the other is dead code.
+every call site: `fitness.check.fixed.fixed_conditions`) has one outcome for every input, and the other is dead code.
 A condition on sizes, strides, dtypes or values is not fixed: both of its outcomes must run.
 
 A kernel branches per lane too, without a line of its own: ``tl.where(x == 1.25, 0.0, y)`` and a mask
@@ -23,7 +23,7 @@ are an if and an else for each element. So each comparison in a kernel (one oper
 of an ``if``/``while``, whose outcomes are the branch's points) and each select's condition is a pair of
 points: true in some lane of some run, and false in some lane. They are required where their statement
 ran and the condition tests direct data (`fitness.check.data_flow`: a loaded value or arithmetic of it),
-unless it is fixed (`fixed_comparisons`) or compares with an infinity or NaN written out (a guard the
+unless it is fixed (`fitness.check.fixed.fixed_code`) or compares with an infinity or NaN written out (a guard the
 special values exercise where inputs can reach it). Conditions on indices and sizes are the crossings'
 concern, and one on a sum or another reduction is often a guard no valid input reaches for some
 meta-parameters (a split's weight ``l_i > 0`` with one split). The check places the values its kernels
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from evo.contracts.syntax import parse_module
 from fitness.check.data_flow import call_name, data_names, launched, reads
-from fitness.check.fixed import conditions, fixed_comparisons, fixed_conditions, reachable
+from fitness.check.fixed import conditions, fixed_code, reachable
 
 STMT, TAKEN, NOT_TAKEN = 0, 1, 2
 TRUE, FALSE = 3, 4  # a kernel's comparison true in some lane, false in some lane (keyed by its column too)
@@ -238,11 +238,12 @@ def points(tree: ast.Module) -> tuple[list[Point], dict[int, ast.If | ast.While]
 
 def unreached(source: str, seen: set[int]) -> list[Point]:
     """The required points of `source` that no check run reached (`seen`: probe keys), less those under
-    the outcome of a fixed condition (`fixed_conditions`) that was never taken."""
+    the outcome of a fixed condition (`fitness.check.fixed.fixed_code`) that was never taken."""
     tree = parse_module(source)
     found, branches = points(tree)
     dead: set[int] = set()
-    for line in fixed_conditions(tree):
+    fixed = fixed_code(tree)
+    for line in fixed.conditions:
         node = branches.get(line)
         if node is None:
             continue
@@ -251,7 +252,7 @@ def unreached(source: str, seen: set[int]) -> list[Point]:
             dead |= {key(line, NOT_TAKEN)} | set(_keys(node.orelse))
         elif skipped and not taken:
             dead |= {key(line, TAKEN)} | set(_keys(node.body))
-    on_data = _on_direct_data(tree) - fixed_comparisons(tree)
+    on_data = _on_direct_data(tree) - fixed.comparisons
     missing = [p for p in dict((p.key, p) for p in found).values() if p.required and p.key not in seen
                and p.key not in dead and (p.kind not in (TRUE, FALSE) or (key(p.stmt, STMT) in seen
                                                                        and (p.line, p.col) in on_data))]

@@ -13,6 +13,7 @@ The analysis errs toward "not fixed": a wrong "fixed" would leave a reachable li
 from __future__ import annotations
 
 import ast
+from typing import NamedTuple
 
 from fitness.check.data_flow import call_name
 
@@ -183,31 +184,32 @@ class _Analysis:
         return changed
 
 
-def fixed_conditions(tree: ast.Module) -> set[int]:
-    """Lines of the ``if`` and ``while`` statements, in functions ``launch`` reaches, whose condition is fixed."""
+class Fixed(NamedTuple):
+    """What is fixed for a candidate in the functions ``launch`` reaches (`fixed_code`)."""
+
+    conditions: set[int]  # lines of the ``if`` and ``while`` statements whose condition is fixed
+    # (line, column) of the comparisons and select conditions (``tl.where(c, ...)``) that are fixed (a lane of
+    # ``tl.arange(0, SPLITS_P2) < NUM_SPLITS`` is true or false for every input alike)
+    comparisons: set[tuple[int, int]]
+
+
+def fixed_code(tree: ast.Module) -> Fixed:
+    """The fixed conditions and comparisons of `tree`, from one analysis of it."""
     analysis = _Analysis(tree)
     analysis.run()
-    out: set[int] = set()
+    out = Fixed(set(), set())
     for name in analysis.live:
         names = analysis.fixed_names[name]
         for node in ast.walk(analysis.functions[name]):
             if isinstance(node, (ast.If, ast.While)) and analysis.fixed(node.test, names):
-                out.add(node.lineno)
+                out.conditions.add(node.lineno)
+            out.comparisons.update((c.lineno, c.col_offset) for c in conditions(node) if analysis.fixed(c, names))
     return out
 
 
-def fixed_comparisons(tree: ast.Module) -> set[tuple[int, int]]:
-    """(line, column) of the comparisons and select conditions (``tl.where(c, ...)``), in functions ``launch``
-    reaches, that are fixed (a lane of ``tl.arange(0, SPLITS_P2) < NUM_SPLITS`` is true or false for every
-    input alike)."""
-    analysis = _Analysis(tree)
-    analysis.run()
-    out: set[tuple[int, int]] = set()
-    for name in analysis.live:
-        names = analysis.fixed_names[name]
-        for node in ast.walk(analysis.functions[name]):
-            out |= {(c.lineno, c.col_offset) for c in conditions(node) if analysis.fixed(c, names)}
-    return out
+def fixed_conditions(tree: ast.Module) -> set[int]:
+    """Lines of the ``if`` and ``while`` statements, in functions ``launch`` reaches, whose condition is fixed."""
+    return fixed_code(tree).conditions
 
 
 def conditions(node: ast.AST) -> list[ast.expr]:
