@@ -155,9 +155,10 @@ class Evaluator:
 
     def _values(self, candidate: Candidate, ev: Evaluation, base: Evaluation, observed: Observed | None) -> Evaluation:
         """`ev` (a passing full check) after the cases that hold the input values the candidate's kernels
-        compare with (`fitness.check.data_values`): a failure there is the verdict."""
+        compare with, or at which their data less a number is zero (`fitness.check.data_values`): a failure
+        there is the verdict."""
         compared = compared_values(candidate)
-        held = observed.thresholds if observed is not None else {}
+        held = observed.held() if observed is not None else {}
         cases = value_cases(self.task, compared, draws=self.settings.draws, held=held)
         if not cases:
             return ev
@@ -166,13 +167,13 @@ class Evaluator:
         shown = ", ".join([*(f"{v:.8g}" for v in compared.values[:6]), *(f"a difference of {d:.8g}" for d in
                                                                           compared.apart[:3])])
         shown += ", ..." if len(compared.values) > 6 or len(compared.apart) > 3 else ""
-        if any(held.values()):
+        if any(v not in compared.values for numbers in held.values() for v in numbers):
             shown = f"{shown}; and numbers its comparisons held in the check" if shown else (
                 "numbers its comparisons held in the check")
         if not r.ok:
-            return _failed(ev, r, f"on inputs holding values its code compares with ({shown})")
+            return _failed(ev, r, f"on inputs holding values its code compares with or subtracts ({shown})")
         return ev.with_(reason=f"{ev.reason} and on {len(cases)} cases holding the values its code compares "
-                               f"with ({shown})")
+                               f"with or subtracts ({shown})")
 
     def _verify(self, candidate: Candidate, ev: Evaluation, observed: Observed | None) -> Evaluation:
         """`ev` after a full run at every bench size. The model's own full run (first bench size) is

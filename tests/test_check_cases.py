@@ -249,7 +249,7 @@ def test_a_kernel_wrong_on_one_input_value_is_refused_there_and_its_honest_twin_
     r = softmax.evaluate(kernel)
     assert r.status is Status.WRONG_OUTPUT and "(values=1.25)" in r.reason, r.reason
     honest = softmax.evaluate(case_candidate("one_value_exact"))
-    assert honest.ok and "cases holding the values its code compares with (1.25" in honest.reason, honest.reason
+    assert honest.ok and "holding the values its code compares with or subtracts (1.25" in honest.reason, honest.reason
 
 
 def test_a_layernorm_wrong_only_where_every_weight_is_one_is_refused_and_its_honest_twin_passes(shared_workers):
@@ -274,6 +274,9 @@ VALUE_SPLITS = {
     "truncated": "(x * 65536.0).to(tl.int32) == {bits}",
     "clipped": "tl.minimum(tl.maximum((x - {c}) * 1e5, 0.0), 1.0) - tl.minimum(tl.maximum((x - {c} - 1e-4) * 1e5, "
                "0.0), 1.0) > 0.5",
+    # through a sum: a row's, and two elements' picked out by one (neither goes both ways by rule)
+    "row sum": "tl.sum(tl.where(mask, x, 0.0), axis=0) == {c}",
+    "two elements": "tl.sum(tl.where(offs < 2, x, 0.0), axis=0) == {c}",
 }
 
 
@@ -287,6 +290,44 @@ def test_a_path_split_on_any_input_value_is_caught_and_the_same_split_taken_hone
     wrong = Candidate.from_source(TEMPLATE.format(condition=condition, shift="top", result=result))
     r = softmax.evaluate(wrong)
     assert r.ok if honest else r.status is Status.WRONG_OUTPUT, (form, c, honest, r.reason)
+
+
+NO_COMPARISON = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax(x_ptr, y_ptr, n_cols, stride_x, stride_y, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * stride_x + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, axis=0))
+    y = e / tl.sum(e, axis=0)
+    d = {difference}
+    y = y + {weight} * tl.exp(-(d * 1e6) * (d * 1e6))
+    tl.store(y_ptr + row * stride_y + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+PARAMS = {{"num_warps": 8}}
+
+
+def launch(x, y, *, num_warps):
+    rows, cols = x.shape
+    _softmax[(rows,)](x, y, cols, x.stride(0), y.stride(0), BLOCK=triton.next_power_of_2(cols), num_warps=num_warps)
+'''
+
+
+@pytest.mark.parametrize("difference", ["x - {c}", "x * 4.0 - {c4}", "tl.fma(x, -2.0, {c2})"])
+@settings(max_examples=2, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(k=st.integers(-320, 320), honest=st.booleans())
+def test_a_value_singled_out_without_a_comparison_is_caught_and_its_honest_twin_passes(softmax, difference, k, honest):
+    """A bump a millionth wide at c adds 1 there and nothing a draw can see elsewhere: no comparison, no
+    select, no outcome to require; the zero of data less a number is placed (`data_values._zeros`)."""
+    c = k / 64
+    d = difference.format(c=repr(c), c4=repr(c * 4), c2=repr(c * 2))
+    r = softmax.evaluate(Candidate.from_source(NO_COMPARISON.format(difference=d, weight="0.0" if honest else "1.0")))
+    assert r.ok if honest else r.status is Status.WRONG_OUTPUT, (d, honest, r.reason)  # at 0: zeros catch it
 
 
 # -- path splits: the wrong path is caught wherever the split is -----------------------------------------

@@ -44,7 +44,7 @@ def values(line: str) -> list[float]:
     ("tl.where(x == -1.5, 0.0, y)", [-1.5]),
     ("tl.where(x * 4.0 == 3.0, 0.0, y)", [0.75]),  # solved through the arithmetic
     ("tl.where(x * SCALE == 3.0, 0.0, y)", [0.75]),  # a meta-parameter
-    ("tl.where(x - LIMIT == 1.0, 0.0, y)", [1.5]),  # a module constant
+    ("tl.where(x - LIMIT == 1.0, 0.0, y)", [1.5, 0.5]),  # a module constant; then where x - LIMIT is zero
     ("tl.where(x == MARK, 0.0, y)", [1.25]),  # a constexpr launch passes
     ("tl.where(x == t, 0.0, y)", [1.0 / 3.0]),  # a value launch computes and passes
     ("tl.where(tl.exp(x) == 2.0, 0.0, y)", [float(np.log(2.0))]),
@@ -82,8 +82,25 @@ def test_comparisons_of_indices_and_sizes_bring_no_value_and_the_library_kernels
     assert values("tl.where(offs < n, x, 0.0)") == []
     assert values("tl.where(x == -float('inf'), 0.0, y)") == []  # non-finite: the inf_nan distribution's
     from .conftest import ROOT
-    for task in ("softmax", "layernorm", "attention", "reduction"):
+    for task in ("softmax", "attention", "reduction"):
         assert not compared_values(Candidate.from_file(ROOT / "evo" / "tasks" / task / "known_better.py"))
+    # layer norm's one value is where its variance plus epsilon is zero
+    assert compared_values(Candidate.from_file(ROOT / "evo" / "tasks" / "layernorm" / "known_better.py")).values == (
+        -1e-05,)
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("y + 1e-30 / (x - 3.25)", [3.25]),  # a pole: no comparison
+    ("y + tl.exp(-((x - 3.25) * 1e6) * ((x - 3.25) * 1e6))", [3.25]),  # a bump a millionth wide
+    ("y + 1e-30 / (x * 4.0 - 13.0)", [3.25]),
+    ("y + 1e-30 / tl.fma(x, 4.0, -13.0)", [3.25]),
+    ("y + 1e-30 / (tl.exp(x) - 2.0)", [float(np.log(2.0))]),
+    ("y + 1e-30 / (LIMIT + x)", [-0.5]),
+    ("y + x * (x - x)", []),  # no number: nothing
+    ("y + 1e-30 / (offs - 3)", []),  # an index: the crossings' concern
+])
+def test_data_less_a_number_is_solved_for_where_it_is_zero(line, expected):
+    assert values(line) == pytest.approx(expected)
 
 
 def _placed(targets: list[float], shape: tuple[int, int], dtype: str = "float32", limit: float = np.inf):
@@ -110,6 +127,8 @@ def test_each_value_and_its_neighbours_are_placed_and_rows_take_it_as_maximum_mi
     tops = {float(r.max()) for r in x} | {float(r.min()) for r in x}
     assert {1.25, -3.0} & tops  # a row reduced before the comparison meets the value
     assert any(np.all(r == r[0]) for r in x)  # a constant row
+    # a row holding the value alone among zeros: its sum, and a sum that picks out its first elements, is the value
+    assert any((r[0] in (1.25, up, down) or r[0] == pytest.approx(-3.0)) and not r[1:].any() for r in x)
     assert not np.array_equal(x, base) and (x == base).any()  # some of the draw stays
 
 
@@ -169,3 +188,20 @@ def test_the_probe_records_a_conditions_outcomes_and_a_number_held_for_every_lan
     probes.compared(-5, -6, True)  # compile-time: both outcomes, the compiler keeps one
     assert set(probes.take()) == {-1, -2, -4, -5, -6}  # -3: that comparison was never true
     assert probes.take_thresholds() == [0.017] and probes.take_thresholds() == []
+    probes.compared(-7, -8, lanes(False), 12, 1.0)  # Python numbers on both sides (a size and a literal)
+    probes.compared(-9, -10, lanes(False), lanes(4.5), 3.0)  # a row's sum against a number: the number only
+    assert probes.take_thresholds() == [3.0]
+
+
+def test_numbers_held_in_one_draw_only_are_data_not_thresholds():
+    """A row's sum set against another tensor is held in the case of its draw only; a number made of the size
+    holds in every case at that size. Only those are placed later; at a size with one case, all are."""
+    from evo.contracts.task import Case
+    from fitness.check.equivalence import Observed
+
+    seen = Observed()
+    for draw, sums in enumerate(([0.017, 4.2], [0.017, -1.3], [0.017, 0.4])):
+        seen.add({"thresholds": sums}, Case('{"n":17}', draw, 100 + draw, "normal"))
+        seen.add({"thresholds": sums}, Case('{"n":17}', draw, 100 + draw, "normal"))  # the same case run twice
+    seen.add({"thresholds": [0.009, 7.5]}, Case('{"n":9}', 0, 7, "normal"))
+    assert seen.held() == {'{"n":17}': [0.017], '{"n":9}': [0.009, 7.5]}

@@ -48,7 +48,7 @@ from evo.contracts import dtypes
 SPECIAL_DISTS: tuple[str, ...] = ("zeros", "ties", "tiny", "huge", "inf_nan")
 VALUES = "values="  # the prefix of a candidate's own distribution: the values its code compares data with
 APART = ";apart="  # and the differences between two data values it compares
-TURNS = 64  # a values case's seed modulo this: which stretch of the rows `_placed` makes its rows take
+TURNS = 64  # a values case's seed modulo this: the row `_placed` makes that its first chosen row takes
 
 # log2 of the largest input magnitude each scaling aims at, per dtype (see the module docstring)
 _TINY_EXP = {"float16": -10}
@@ -191,19 +191,22 @@ def _neighbours(t: float, dtype: str) -> list[float]:
     return [x for x in dict.fromkeys(near) if np.isfinite(x)]
 
 
-_EVERY, _TOP, _BOTTOM = 0, 1, 2  # a row made of one value, or holding it as its maximum, or its minimum
+# a row made of one value, or holding it alone among zeros (first: its sum, and what a sum picks out of the
+# row, is the value), or holding it as its maximum, or its minimum
+_EVERY, _ALONE, _TOP, _BOTTOM = 0, 1, 2, 3
 
 
 def _patterns(plain: Sequence[float], near: Sequence[float]) -> list[tuple[float, int]]:
-    """The rows `_placed` makes, in the order it makes them: the values the code writes as whole rows, as
-    maxima, as minima, then their neighbours (a vector's one row takes one of these per case)."""
-    return [(t, p) for group in (plain, near) for p in (_EVERY, _TOP, _BOTTOM) for t in group]
+    """The rows `_placed` makes, in the order it makes them: the values the code writes as whole rows, alone
+    among zeros (first), as maxima, as minima, then their neighbours (a vector's one row takes one of these
+    per case)."""
+    return [(t, p) for group in (plain, near) for p in (_EVERY, _ALONE, _TOP, _BOTTOM) for t in group]
 
 
 def _placed(v: np.ndarray, targets: Sequence[float], patterns: Sequence[tuple[float, int]], apart: Sequence[float],
             rng: np.random.Generator, turn: int, kind: type[np.floating]) -> np.ndarray:
     """`v` holding each of `targets` at sparse elements, and half of its rows (never all; a vector's
-    single row) each made after one of `patterns`, the `turn`-th stretch of them; and in every row a few
+    single row) each made after one of `patterns`, from the `turn`-th on; and in every row a few
     elements one of `apart` (d) below its maximum and above its minimum, and pairs of neighbours (0, d)
     and (d, 0). Differences are taken in `kind`, the type a kernel computes in, so that the kernel's own
     subtraction gives them exactly."""
@@ -214,12 +217,20 @@ def _placed(v: np.ndarray, targets: Sequence[float], patterns: Sequence[tuple[fl
         flat[picked] = np.resize(np.asarray(targets, dtype=np.float64), picked.size)
     rows = _rows(out)
     chosen = sorted(_some(rng, rows.shape[0], 0.5)) if rows.shape[0] > 1 else [0]
+    alone: set[int] = set()
     for j, r in enumerate(chosen if patterns else []):
-        t, pattern = patterns[(turn * len(chosen) + j) % len(patterns)]
+        t, pattern = patterns[(turn + j) % len(patterns)]  # case k's first row takes the k-th: none is skipped
         spread = np.abs(rows[r] - np.median(rows[r]))
+        if pattern == _ALONE:  # its sum is t: no difference is placed in it
+            rows[r] = 0.0
+            rows[r, 0] = t
+            alone.add(r)
+            continue
         rows[r] = t if pattern == _EVERY else (t - spread if pattern == _TOP else t + spread)
         rows[r, rng.integers(0, rows.shape[1])] = t
-    for r in range(rows.shape[0] if apart and rows.shape[1] >= 8 else 0):  # a few elements of every row
+    for r in range(rows.shape[0] if apart and rows.shape[1] >= 8 else 0):  # a few elements of every other row
+        if r in alone:
+            continue
         row, d = rows[r], kind(abs(apart[(turn + r) % len(apart)]))
         c, e = 2 * rng.choice(row.size // 2, size=2, replace=False)
         row[c], row[c + 1], row[e], row[e + 1] = 0.0, float(d), float(d), 0.0

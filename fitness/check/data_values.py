@@ -11,7 +11,10 @@ of them), and solves the other side for the input value that makes the two equal
 with a number, a negation, ``abs``, ``exp``/``exp2``/``log``/``log2``/``sqrt``, casts and bitcasts,
 ``//``, ``%``, shifts, masks, clips and selects, squares and powers, and else the value itself (a load, a
 reduction). The midpoint of two values compared in one condition is added too (a window's inside), and
-two data values compared a number apart give that difference (``x == top - 0.7071``). The evaluator
+two data values compared a number apart give that difference (``x == top - 0.7071``). A kernel needs no
+comparison to be wrong at one value: ``1e-30 / (x - 3.25)`` and ``tl.exp(-((x - 3.25) * 1e6) ** 2)`` are,
+so wherever data and a number are added or subtracted (or fused, ``tl.fma``) the value at which the sum is
+zero is solved too (`_zeros`; at most `MAX_VALUES` more, after the compared ones). The evaluator
 places these values, and their neighbours one step up and down in the task's dtype, into check cases
 (`evo.contracts.check_cases.value_cases`, `evo.contracts.special_values`), with the numbers the
 kernel's comparisons held for every lane in the check's runs at each size (`fitness.check.probes`: a
@@ -282,6 +285,30 @@ def _pairs(condition: ast.expr) -> Iterator[tuple[ast.expr, ast.expr]]:
             yield from ((a, b) for a in args for b in args if a is not b)
 
 
+def _zeros(fn: ast.FunctionDef, data: set[str], names: dict[str, float]) -> Iterator[float]:
+    """Input values at which data plus or minus a number is zero, compared or not: ``1e-30 / (x - 3.25)``
+    and ``tl.exp(-((x - 3.25) * 1e6) ** 2)`` are wrong only at 3.25 without a comparison, as is
+    ``tl.fma(x, 4.0, -13.0)`` as a divisor."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            sides = (node.left, node.right)
+        elif isinstance(node, ast.Call) and call_name(node.func) == "fma" and len(node.args) == 3:
+            sides = (ast.BinOp(node.args[0], ast.Mult(), node.args[1]), node.args[2])
+            node = ast.BinOp(sides[0], ast.Add(), sides[1])
+        else:
+            continue
+        folded = [fold(side, names) for side in sides]
+        if sum(v is None for v in folded) == 1 and any(reads(side, data) for side in sides):
+            yield from _solved(node, 0.0, names)
+
+
+def _solved(e: ast.expr, t: float, names: dict[str, float]) -> list[float]:
+    try:
+        return solve(e, t, names)
+    except (ArithmeticError, ValueError):  # a power or a reciprocal out of range
+        return []
+
+
 def _offset(e: ast.expr, names: dict[str, float]) -> tuple[ast.expr, float]:
     """`e` as an expression plus a number (``m - 1.0`` is ``m`` and -1.0); the number is 0 where it has none."""
     if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
@@ -301,6 +328,7 @@ def compared_values(candidate: Candidate) -> Compared:
     tree = parse_module(candidate.source)
     module = _numbers(candidate, tree)
     out: list[float] = []
+    zeros: list[float] = []
     apart: list[float] = []
     for fn in ast.walk(tree):
         if not (isinstance(fn, ast.FunctionDef) and is_jit(fn)):
@@ -315,10 +343,7 @@ def compared_values(candidate: Candidate) -> Compared:
                         continue  # indices and sizes: the crossings' concern (`fitness.check.crossings`)
                     ka, kb = fold(a, names), fold(b, names)
                     if ka is None and kb is not None:
-                        try:
-                            found.extend(solve(a, kb, names))
-                        except (ArithmeticError, ValueError):  # a power or a reciprocal out of range
-                            pass
+                        found.extend(_solved(a, kb, names))
                         if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Sub) and fold(a.left, names) is None \
                                 and fold(a.right, names) is None:
                             apart.append(kb)  # two values kb apart: ``nxt - x == 0.5``
@@ -329,5 +354,8 @@ def compared_values(candidate: Candidate) -> Compared:
                 found = [v for v in found if math.isfinite(v)]
                 ordered = sorted(set(found))
                 out.extend(found + [m for lo, hi in itertools.pairwise(ordered) if math.isfinite(m := lo / 2 + hi / 2)])
-    return Compared(tuple(dict.fromkeys(out))[:MAX_VALUES],
+            zeros.extend(v for v in _zeros(fn, data, names) if math.isfinite(v))
+    compared = tuple(dict.fromkeys(out))[:MAX_VALUES]
+    zeroed = [v for v in dict.fromkeys(zeros) if v not in compared][:MAX_VALUES]
+    return Compared((*compared, *zeroed),
                     tuple(dict.fromkeys(d for d in apart if math.isfinite(d)))[:MAX_VALUES])

@@ -40,15 +40,27 @@ class Observed:
 
     probes: set[int] = field(default_factory=set)
     specs: dict[str, str] = field(default_factory=dict)
-    # size (its JSON) -> numbers a kernel's comparison held for every lane there, first seen first
-    thresholds: dict[str, dict[float, None]] = field(default_factory=dict)
+    # size (its JSON) -> numbers a kernel's comparison held for every lane there (first seen first) -> the
+    # cases (draws) at that size in which it held them
+    thresholds: dict[str, dict[float, set[tuple[int, int, str]]]] = field(default_factory=dict)
 
     def add(self, reply: dict[str, object], case: Case) -> None:
         self.probes.update(int(k) for k in reply.get("probes") or [])  # type: ignore[attr-defined]
         numbers = self.thresholds.setdefault(case.size_json, {})
-        numbers.update((float(v), None) for v in reply.get("thresholds") or [])  # type: ignore[attr-defined]
+        for v in reply.get("thresholds") or []:  # type: ignore[attr-defined]
+            numbers.setdefault(float(v), set()).add((case.draw, case.seed, case.dist))
         for spec in reply.get("specs") or []:  # type: ignore[attr-defined]
             self.specs.setdefault(json.dumps(spec, sort_keys=True), case.label())
+
+    def held(self) -> dict[str, list[float]]:
+        """By size, the numbers a comparison held in more than one case (draw) there, or in the one case
+        made there: a number made of the size holds in every case at it, one that a draw's own data gives (a
+        row's sum set against a number) in that draw's case only, and placing those would crowd out the rest."""
+        out = {}
+        for size, numbers in self.thresholds.items():
+            cases = set().union(*numbers.values())
+            out[size] = [v for v, seen in numbers.items() if len(seen) > 1 or len(cases) == 1]
+        return out
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ class Probes:
         """`value`, a kernel's comparison, with the outcomes it holds recorded: true in some lane (`true`), false
         in some lane (`false`). A comparison of compile-time values (a Python bool) has both: the compiler
         keeps the one outcome, and the other is dead code. Where one of its `sides` is one number for every
-        lane and the other holds floats (``x == n_cols * 0.001``, ``tl.max(x, axis=0) == n_cols * 0.05``),
+        lane and the other is a tensor of floats (``x == n_cols * 0.001``, ``tl.max(x, axis=0) == n_cols * 0.05``),
         that number is recorded: the check places it in the inputs of a later case at the same size, at
         elements and as rows' maxima and minima (`fitness.check.data_values`). A number a row's own data
         gives is recorded once per program; one made of a size, for every program, comes first."""
@@ -87,8 +87,7 @@ class Probes:
             if false not in self.seen and not data.all():
                 self.seen.add(false)
         if len(sides) == 2 and len(self.thresholds) < MAX_THRESHOLDS:
-            a, b = (_data(s, numbers=True) for s in sides)
-            for one, other in ((a, b), (b, a)):
+            for one, other in ((_data(sides[0], True), _data(sides[1])), (_data(sides[1], True), _data(sides[0]))):
                 if one is not None and other is not None and one.size == 1 and other.dtype.kind == "f":
                     number = float(one.reshape(-1)[0])
                     if np.isfinite(number):
