@@ -213,6 +213,15 @@ def test_a_select_whose_one_side_never_ran_is_refused_naming_its_condition(softm
         "never true in any lane" in r.reason, r.reason
 
 
+def test_an_equality_of_sums_with_a_number_must_go_both_ways_and_a_guard_on_a_sum_need_not(softmax):
+    r = softmax.evaluate(covered("select_on_a_product_of_sums"))
+    assert r.status is Status.UNSAFE and "the condition `first * second == 2.0` never true" in r.reason, r.reason
+    # the twin: the same sums tested against zero and with an inequality (guards) are not required both ways
+    twin = covered("select_on_a_product_of_sums").source.replace("first * second == 2.0", "first * second > 1e30")
+    honest = softmax.evaluate(Candidate.from_source(twin.replace("y * 0.5, y)", "y, y)")))
+    assert honest.ok, honest.reason
+
+
 def test_the_library_kernels_reach_every_line(softmax):
     for name in ("seed", "known_better"):
         r = softmax.evaluate(Candidate.from_file(ROOT / "evo" / "tasks" / "softmax" / f"{name}.py"))

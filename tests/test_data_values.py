@@ -103,6 +103,15 @@ def test_data_less_a_number_is_solved_for_where_it_is_zero(line, expected):
     assert values(line) == pytest.approx(expected)
 
 
+@pytest.mark.parametrize(("line", "expected"), [
+    # a sum of a row alone among zeros is its one element's; a maximum of a constant row, that value's
+    ("tl.where(tl.sum(x * 2.0, axis=0) == 3.0, 0.0, y)", [1.5, 3.0, 2.25]),
+    ("tl.where(tl.max(tl.exp(x), axis=0) == 2.0, 0.0, y)", [float(np.log(2.0)), 2.0, (float(np.log(2.0)) + 2) / 2]),
+])
+def test_a_reduction_is_solved_through_to_its_argument(line, expected):
+    assert values(line) == pytest.approx(expected)
+
+
 def _placed(targets: list[float], shape: tuple[int, int], dtype: str = "float32", limit: float = np.inf):
     rng = np.random.default_rng(3)
     base = rng.standard_normal(shape)

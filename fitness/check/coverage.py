@@ -26,8 +26,9 @@ ran and the condition tests direct data (`fitness.check.data_flow`: a loaded val
 unless it is fixed (`fitness.check.fixed.fixed_code`) or compares with an infinity or NaN written out (a guard the
 special values exercise where inputs can reach it). Conditions on indices and sizes are the crossings'
 concern, and one on a sum or another reduction is often a guard no valid input reaches for some
-meta-parameters (a split's weight ``l_i > 0`` with one split). The check places the values its kernels
-compare with (`fitness.check.data_values`) before it judges these.
+meta-parameters (a split's weight ``l_i > 0`` with one split), unless it tests the sum for equality with a
+number other than zero, which no guard does. The check places the values its kernels compare with
+(`fitness.check.data_values`) before it judges these.
 """
 
 from __future__ import annotations
@@ -263,15 +264,34 @@ def _on_direct_data(tree: ast.Module) -> set[tuple[int, int]]:
     """(line, column) of the comparisons and select conditions of kernels that test direct data
     (`fitness.check.data_flow`): what an input's value decides. One on indices and sizes is the crossings'
     concern; one on a sum or another reduction (a split's weight, a softmax's denominator) is often a
-    guard no valid input reaches, for some meta-parameters, and is not required."""
+    guard no valid input reaches, for some meta-parameters, and is not required, unless it tests the sum
+    for equality with a number other than zero (`_equal_to_a_number`)."""
     out: set[tuple[int, int]] = set()
     for fn in tree.body:
         if not (isinstance(fn, ast.FunctionDef) and is_jit(fn)):
             continue
-        data = data_names(fn, is_launched=launched(tree, fn.name), direct=True)
+        is_launched = launched(tree, fn.name)
+        direct = data_names(fn, is_launched=is_launched, direct=True)
+        data = data_names(fn, is_launched=is_launched)
         for node in ast.walk(fn):
-            out |= {(c.lineno, c.col_offset) for c in conditions(node) if reads(c, data, direct=True)}
+            out |= {(c.lineno, c.col_offset) for c in conditions(node)
+                    if reads(c, direct, direct=True) or _equal_to_a_number(c, data)}
     return out
+
+
+def _equal_to_a_number(c: ast.expr, data: set[str]) -> bool:
+    """`c` tests data, through a reduction or not, for equality with something that is not data and not zero
+    (``tl.sum(x, axis=0) == 3.0``, ``x0 * x1 == n_cols * 0.5``). A guard tests a sum against zero (an empty
+    split, a zero row) or with an inequality; no computation needs a float sum to be exactly another number,
+    and a kernel that tests for it is wrong there at no cost elsewhere."""
+    if not (isinstance(c, ast.Compare) and len(c.ops) == 1 and isinstance(c.ops[0], (ast.Eq, ast.NotEq))):
+        return False
+    a, b = c.left, c.comparators[0]
+    if reads(a, data) == reads(b, data):
+        return False
+    other = b if reads(a, data) else a
+    zero = isinstance(other, ast.Constant) and isinstance(other.value, (int, float)) and other.value == 0
+    return not zero
 
 
 def _keys(body: list[ast.stmt]) -> Iterator[int]:

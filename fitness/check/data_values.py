@@ -57,6 +57,9 @@ _FORWARD: dict[str, Callable[..., float]] = {
     "rsqrt": lambda a: 1.0 / math.sqrt(a), "abs": abs, "fabs": abs, "floor": math.floor, "ceil": math.ceil,
     "minimum": min, "maximum": max, "min": min, "max": max, "fma": lambda a, b, c: a * b + c,
 }
+# reductions that are their argument's value at a row's one non-zero element (a sum: zeros add nothing,
+# where the argument is zero at zero) or at a constant row (a maximum, a minimum): solved through
+_REDUCED = {"sum", "max", "min"}
 _SAME = {"to", "cast", "float", "int"}  # calls whose result equals their argument where it matters
 _STEPS = (ast.Mod, ast.FloorDiv, ast.RShift, ast.LShift)
 _CLIPS = {"minimum", "maximum", "clamp", "min", "max", "fmin", "fmax"}  # calls that turn where arguments meet
@@ -153,6 +156,8 @@ def solve(e: ast.expr, t: float, names: dict[str, float]) -> list[float]:
         name = call_name(e.func)
         method = isinstance(e.func, ast.Attribute) and name in ("to", "cast", "abs", *_INVERSES) and (
             len(e.args) < 2 if name in ("to", "cast") else not e.args)
+        if name in _REDUCED and e.args and not isinstance(e.func, ast.Name):  # tl.sum(x * 2.0, axis=0) == 3.0
+            return list(dict.fromkeys([*solve(e.args[0], t, names), t]))
         if name in _CLIPS or name == "where":  # a clip is its argument between the bounds; a select, a branch
             free = e.args[1:] if name == "where" else e.args
             return [v for a in free if fold(a, names) is None for v in solve(a, t, names)] or [t]
