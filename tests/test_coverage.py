@@ -222,6 +222,18 @@ def test_an_equality_of_sums_with_a_number_must_go_both_ways_and_a_guard_on_a_su
     assert honest.ok, honest.reason
 
 
+def test_a_clip_is_a_condition_that_must_go_both_ways(softmax):
+    r = softmax.evaluate(covered("clip_on_a_polynomial"))
+    assert r.status in (Status.UNSAFE, Status.WRONG_OUTPUT), r.reason
+    if r.status is Status.UNSAFE:
+        assert "the condition `q * 1000000000000.0 < 1.0` never true" in r.reason, r.reason
+    # the twin clips where inputs do go both ways (above and below zero), to no effect
+    twin = covered("clip_on_a_polynomial").source.replace("y * (0.5 + 0.5 * tl.minimum(q * 1e12, 1.0))",
+                                                          "y + tl.maximum(x, 0.0) * 0.0")
+    honest = softmax.evaluate(Candidate.from_source(twin))
+    assert honest.ok, honest.reason
+
+
 def test_the_library_kernels_reach_every_line(softmax):
     for name in ("seed", "known_better"):
         r = softmax.evaluate(Candidate.from_file(ROOT / "evo" / "tasks" / "softmax" / f"{name}.py"))

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from evo.contracts.syntax import parse_module
 from fitness.check.data_flow import call_name, data_names, launched, reads
-from fitness.check.fixed import conditions, fixed_code, reachable
+from fitness.check.fixed import conditions, fixed_code, is_clip, reachable
 
 STMT, TAKEN, NOT_TAKEN = 0, 1, 2
 TRUE, FALSE = 3, 4  # a kernel's comparison true in some lane, false in some lane (keyed by its column too)
@@ -169,14 +169,39 @@ class _Wrap(ast.NodeTransformer):
         return self._wrapped(node)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        """A select's condition (``tl.where(c, a, b)``) is a point too: the element-wise if and else."""
+        """A select's condition (``tl.where(c, a, b)``) is a point too: the element-wise if and else; and so
+        is the choice of a clip (``tl.minimum(a, b)``: whether a < b)."""
         if call_name(node.func) == "where" and node.args and not isinstance(node.args[0], ast.Compare) \
                 and not _nonfinite(node.args[0]):
             node.args[0] = self._wrapped(node.args[0])  # its comparisons are visited there, once
             node.args[1:] = [self.visit(a) for a in node.args[1:]]
             node.keywords = [self.visit(k) for k in node.keywords]
             return node
+        if is_clip(node) and not any(_nonfinite(a) for a in node.args):
+            return self._clipped(node)
         return self.generic_visit(node)
+
+    def _clipped(self, node: ast.Call) -> ast.expr:
+        """`node` (a clip) with its choice as a point: ``(__evo_compared__(kt, kf, (l:=a) < (r:=b), l, r),
+        tl.minimum(l, r))[1]``, each argument evaluated once."""
+        a, b = node.args
+        text = f"{ast.unparse(a)} < {ast.unparse(b)}"
+        keys: list[ast.expr] = []
+        for kind in (TRUE, FALSE):
+            p = Point(node.lineno, kind, self.fn, True, node.col_offset, self.stmt, text)
+            self.walker.points.append(p)
+            keys.append(ast.Constant(p.key))
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        if not self.walker.probe:
+            return node
+        names = [f"{COMPARED}{len(self.walker.points)}_{i}" for i in range(2)]
+        bound = [ast.NamedExpr(ast.Name(n, ast.Store()), arg) for n, arg in zip(names, node.args)]
+        read = [ast.Name(n, ast.Load()) for n in names]
+        chose = ast.Compare(bound[0], [ast.Lt()], [bound[1]])
+        probe = ast.Call(ast.Name(COMPARED, ast.Load()), [*keys, chose, *read], [])
+        clip = ast.Call(node.func, [ast.Name(n, ast.Load()) for n in names], [])
+        out = ast.Subscript(ast.Tuple([probe, clip], ast.Load()), ast.Constant(1), ast.Load())
+        return ast.fix_missing_locations(ast.copy_location(out, node))
 
     def _wrapped(self, node: ast.expr) -> ast.expr:
         """`node` as a probe call: ``__evo_compared__(true_key, false_key, node)``; a comparison's sides are

@@ -212,10 +212,23 @@ def fixed_conditions(tree: ast.Module) -> set[int]:
     return fixed_code(tree).conditions
 
 
+CLIPS = ("minimum", "maximum")  # two-argument calls that choose per lane: a comparison without the operator
+
+
 def conditions(node: ast.AST) -> list[ast.expr]:
-    """The per-lane condition `node` is, if any: a comparison itself, or a select's (``tl.where(c, a, b)``)."""
+    """The per-lane condition `node` is, if any: a comparison itself, a select's (``tl.where(c, a, b)``), or
+    the choice a clip makes (``tl.minimum(a, b)``: a < b or not; the call stands for it)."""
     if isinstance(node, ast.Compare):
         return [node]
     if isinstance(node, ast.Call) and node.args and call_name(node.func) == "where":
         return [node.args[0]]
+    if is_clip(node):
+        return [node]
     return []
+
+
+def is_clip(node: ast.AST) -> bool:
+    """`node` is ``tl.minimum(a, b)`` or ``tl.maximum(a, b)`` (a tensor function: Python's min and max are
+    of compile-time numbers)."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CLIPS
+            and len(node.args) == 2 and not node.keywords)
