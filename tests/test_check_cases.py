@@ -318,14 +318,16 @@ def launch(x, y, *, num_warps):
 '''
 
 
-@pytest.mark.parametrize("difference", ["x - {c}", "x * 4.0 - {c4}", "tl.fma(x, -2.0, {c2})"])
+@pytest.mark.parametrize("difference",
+                         ["x - {c}", "x * 4.0 - {c4}", "tl.fma(x, -2.0, {c2})", "x * x - {c2} * x + {csq}"])
 @settings(max_examples=2, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(k=st.integers(-320, 320), honest=st.booleans())
 def test_a_value_singled_out_without_a_comparison_is_caught_and_its_honest_twin_passes(softmax, difference, k, honest):
     """A bump a millionth wide at c adds 1 there and nothing a draw can see elsewhere: no comparison, no
-    select, no outcome to require; the zero of data less a number is placed (`data_values._zeros`)."""
+    select, no outcome to require; the zero of data less a number is placed (`data_values._zeros`), solved
+    or, for a polynomial that touches zero without crossing it, found numerically."""
     c = k / 64
-    d = difference.format(c=repr(c), c4=repr(c * 4), c2=repr(c * 2))
+    d = difference.format(c=repr(c), c4=repr(c * 4), c2=repr(c * 2), csq=repr(c * c))  # the last: a double root
     r = softmax.evaluate(Candidate.from_source(NO_COMPARISON.format(difference=d, weight="0.0" if honest else "1.0")))
     assert r.ok if honest else r.status is Status.WRONG_OUTPUT, (d, honest, r.reason)  # at 0: zeros catch it
 

@@ -200,6 +200,11 @@ def test_the_probe_records_a_conditions_outcomes_and_a_number_held_for_every_lan
     probes.compared(-7, -8, lanes(False), 12, 1.0)  # Python numbers on both sides (a size and a literal)
     probes.compared(-9, -10, lanes(False), lanes(4.5), 3.0)  # a row's sum against a number: the number only
     assert probes.take_thresholds() == [3.0]
+    # a clip's choice: between integers (a split's end against a length) both outcomes count; between floats,
+    # only the outcomes its lanes had
+    probes.clipped(-11, -12, lanes(False, False), lanes(4, 5), 9)
+    probes.clipped(-13, -14, lanes(True, True), lanes(0.5, 0.25), 2.0)
+    assert set(probes.take()) == {-8, -10, -11, -12, -13}  # -8, -10: the two comparisons above were false
 
 
 def test_numbers_held_in_one_draw_only_are_data_not_thresholds():

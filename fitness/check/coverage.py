@@ -46,6 +46,7 @@ STMT, TAKEN, NOT_TAKEN = 0, 1, 2
 TRUE, FALSE = 3, 4  # a kernel's comparison true in some lane, false in some lane (keyed by its column too)
 PROBE = "__evo_probe__"  # a dunder name: the lint forbids candidate code to name it
 COMPARED = "__evo_compared__"  # records the outcomes of a kernel's comparison (`fitness.check.probes`)
+CLIPPED = "__evo_clipped__"  # and of a clip's choice, where it chose between floats
 
 
 def key(line: int, kind: int, col: int = 0) -> int:
@@ -182,8 +183,10 @@ class _Wrap(ast.NodeTransformer):
         return self.generic_visit(node)
 
     def _clipped(self, node: ast.Call) -> ast.expr:
-        """`node` (a clip) with its choice as a point: ``(__evo_compared__(kt, kf, (l:=a) < (r:=b), l, r),
-        tl.minimum(l, r))[1]``, each argument evaluated once."""
+        """`node` (a clip) with its choice as a point: ``(__evo_clipped__(kt, kf, (l:=a) < (r:=b), l, r),
+        tl.minimum(l, r))[1]``, each argument evaluated once. A clip of integers is of indices and lengths
+        (``tl.minimum(lo + chunk, n)``, a split's end), the crossings' concern: the probe counts both of
+        its outcomes as run."""
         a, b = node.args
         text = f"{ast.unparse(a)} < {ast.unparse(b)}"
         keys: list[ast.expr] = []
@@ -198,7 +201,7 @@ class _Wrap(ast.NodeTransformer):
         bound = [ast.NamedExpr(ast.Name(n, ast.Store()), arg) for n, arg in zip(names, node.args)]
         read = [ast.Name(n, ast.Load()) for n in names]
         chose = ast.Compare(bound[0], [ast.Lt()], [bound[1]])
-        probe = ast.Call(ast.Name(COMPARED, ast.Load()), [*keys, chose, *read], [])
+        probe = ast.Call(ast.Name(CLIPPED, ast.Load()), [*keys, chose, *read], [])
         clip = ast.Call(node.func, [ast.Name(n, ast.Load()) for n in names], [])
         out = ast.Subscript(ast.Tuple([probe, clip], ast.Load()), ast.Constant(1), ast.Load())
         return ast.fix_missing_locations(ast.copy_location(out, node))

@@ -25,6 +25,7 @@ went one way in every lane is `unsafe` (`fitness.check.coverage`).
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 import math
 from collections.abc import Callable, Iterator
@@ -35,8 +36,9 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.special_values import Compared
 from evo.contracts.syntax import parse_module
 from fitness.check.coverage import is_jit
-from fitness.check.data_flow import call_name, data_names, launched, reads
+from fitness.check.data_flow import MEMORY, REDUCTIONS, call_name, data_names, launched, reads
 from fitness.check.feeds import argument
+from fitness.check.numeric_roots import Fn, function_of, roots
 
 MAX_VALUES = 24  # values solved per candidate (each brings two neighbours)
 
@@ -290,28 +292,83 @@ def _pairs(condition: ast.expr) -> Iterator[tuple[ast.expr, ast.expr]]:
             yield from ((a, b) for a in args for b in args if a is not b)
 
 
-def _zeros(fn: ast.FunctionDef, data: set[str], names: dict[str, float]) -> Iterator[float]:
-    """Input values at which data plus or minus a number is zero, compared or not: ``1e-30 / (x - 3.25)``
-    and ``tl.exp(-((x - 3.25) * 1e6) ** 2)`` are wrong only at 3.25 without a comparison, as is
-    ``tl.fma(x, 4.0, -13.0)`` as a divisor."""
+def _zeros(fn: ast.FunctionDef, data: set[str], names: dict[str, float]) -> Iterator[tuple[ast.expr, float]]:
+    """(data, number) where data plus or minus a number is zero, compared or not: ``1e-30 / (x - 3.25)`` and
+    ``tl.exp(-((x - 3.25) * 1e6) ** 2)`` are wrong only at 3.25 without a comparison, as is ``tl.fma(x,
+    4.0, -13.0)`` as a divisor: each is ``x == 3.25`` (``x * 4.0 == 13.0``) in disguise."""
     for node in ast.walk(fn):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-            sides = (node.left, node.right)
+            left, right, subtract = node.left, node.right, isinstance(node.op, ast.Sub)
         elif isinstance(node, ast.Call) and call_name(node.func) == "fma" and len(node.args) == 3:
-            sides = (ast.BinOp(node.args[0], ast.Mult(), node.args[1]), node.args[2])
-            node = ast.BinOp(sides[0], ast.Add(), sides[1])
+            left, right, subtract = ast.BinOp(node.args[0], ast.Mult(), node.args[1]), node.args[2], False
         else:
             continue
-        folded = [fold(side, names) for side in sides]
-        if sum(v is None for v in folded) == 1 and any(reads(side, data) for side in sides):
-            yield from _solved(node, 0.0, names)
+        a, b = fold(left, names), fold(right, names)
+        if a is None and b is not None and reads(left, data):
+            yield left, b if subtract else -b
+        elif b is None and a is not None and reads(right, data):
+            yield right, a if subtract else -a
 
 
-def _solved(e: ast.expr, t: float, names: dict[str, float]) -> list[float]:
+def _solved(e: ast.expr, t: float, names: dict[str, float], scope: _Scope | None = None) -> list[float]:
+    """`solve`, and where what it gives does not make `e` equal `t` (it fell back on the value itself, or
+    inverted only one of several roots), the values `fitness.check.numeric_roots` finds for `e` as a function
+    of the one data value it reads (through the names `scope` binds once)."""
     try:
-        return solve(e, t, names)
+        found = solve(e, t, names)
     except (ArithmeticError, ValueError):  # a power or a reciprocal out of range
-        return []
+        found = []
+    f = None if scope is None else scope.function(e, names)
+    if f is None:
+        return found
+    with np.errstate(all="ignore"):
+        exact = bool(found) and all(abs(float(f(np.array([v]))[0]) - t) <= 1e-6 * (1.0 + abs(t)) for v in found)
+    return found if exact else [*found, *(v for v in roots(f, t) if v not in found)]
+
+
+class _Scope:
+    """A kernel's data names and the expressions its names are bound to once (``q = x * x - 6.5 * x``),
+    read through down to a load or a reduction: what an expression is a function of."""
+
+    def __init__(self, fn: ast.FunctionDef, data: set[str]) -> None:
+        self.data = data
+        counts: dict[str, int] = {}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                counts[node.id] = counts.get(node.id, 0) + 1
+        self.bound = {target.id: node.value for node in ast.walk(fn) if isinstance(node, ast.Assign)
+                      and len(node.targets) == 1 and isinstance(target := node.targets[0], ast.Name)
+                      and counts.get(target.id) == 1 and not _source(node.value)}
+
+    def function(self, e: ast.expr, names: dict[str, float]) -> Fn | None:
+        whole = self._inlined(e, 8)
+        free = {n.id for n in ast.walk(whole) if isinstance(n, ast.Name) and n.id in self.data and n.id not in names}
+        if len(free) != 1 or _source(whole):
+            return None
+        return function_of(whole, free.pop(), names)
+
+    def _inlined(self, e: ast.expr, depth: int) -> ast.expr:
+        if depth == 0:
+            return e
+        scope = self
+
+        class _Inline(ast.NodeTransformer):
+            def visit_Name(self, node: ast.Name) -> ast.expr:
+                value = scope.bound.get(node.id)
+                return node if value is None or node.id not in scope.data else scope._inlined(value, depth - 1)
+
+        return _Inline().visit(copy.deepcopy(e))
+
+
+def _source(e: ast.expr) -> bool:
+    """`e` reads memory or reduces: a value of its own, not a function of another data value."""
+    return any(isinstance(n, ast.Call) and call_name(n.func) in MEMORY | REDUCTIONS for n in ast.walk(e))
+
+
+def _difference(e: ast.expr, names: dict[str, float]) -> bool:
+    """`e` is one value less another, neither a number."""
+    return isinstance(e, ast.BinOp) and isinstance(e.op, ast.Sub) and fold(e.left, names) is None \
+        and fold(e.right, names) is None
 
 
 def _offset(e: ast.expr, names: dict[str, float]) -> tuple[ast.expr, float]:
@@ -339,6 +396,7 @@ def compared_values(candidate: Candidate) -> Compared:
         if not (isinstance(fn, ast.FunctionDef) and is_jit(fn)):
             continue
         data = data_names(fn, is_launched=launched(tree, fn.name))
+        scope = _Scope(fn, data)
         for bound in _bindings(tree, fn, module):
             names = _locals(fn, bound)
             for condition in _conditions(fn):
@@ -348,9 +406,8 @@ def compared_values(candidate: Candidate) -> Compared:
                         continue  # indices and sizes: the crossings' concern (`fitness.check.crossings`)
                     ka, kb = fold(a, names), fold(b, names)
                     if ka is None and kb is not None:
-                        found.extend(_solved(a, kb, names))
-                        if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Sub) and fold(a.left, names) is None \
-                                and fold(a.right, names) is None:
+                        found.extend(_solved(a, kb, names, scope))
+                        if _difference(a, names):
                             apart.append(kb)  # two values kb apart: ``nxt - x == 0.5``
                     elif ka is None and kb is None:
                         (a0, da), (b0, db) = _offset(a, names), _offset(b, names)
@@ -359,7 +416,10 @@ def compared_values(candidate: Candidate) -> Compared:
                 found = [v for v in found if math.isfinite(v)]
                 ordered = sorted(set(found))
                 out.extend(found + [m for lo, hi in itertools.pairwise(ordered) if math.isfinite(m := lo / 2 + hi / 2)])
-            zeros.extend(v for v in _zeros(fn, data, names) if math.isfinite(v))
+            for side, t in _zeros(fn, data, names):
+                zeros.extend(v for v in _solved(side, t, names, scope) if math.isfinite(v))
+                if _difference(side, names):
+                    apart.append(t)  # ``x - nxt - 0.5``: two values 0.5 apart
     compared = tuple(dict.fromkeys(out))[:MAX_VALUES]
     zeroed = [v for v in dict.fromkeys(zeros) if v not in compared][:MAX_VALUES]
     return Compared((*compared, *zeroed),

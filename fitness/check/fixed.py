@@ -222,7 +222,7 @@ def conditions(node: ast.AST) -> list[ast.expr]:
         return [node]
     if isinstance(node, ast.Call) and node.args and call_name(node.func) == "where":
         return [node.args[0]]
-    if is_clip(node):
+    if isinstance(node, ast.Call) and is_clip(node):
         return [node]
     return []
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from evo.contracts.syntax import parse_module
-from fitness.check.coverage import COMPARED, PROBE, instrument
+from fitness.check.coverage import CLIPPED, COMPARED, PROBE, instrument
 
 MAX_THRESHOLDS = 4096  # distinct numbers recorded per run (one per program where a row's own value is compared)
 
@@ -29,6 +29,12 @@ def _data(value: Any, numbers: bool = False) -> np.ndarray | None:
         if isinstance(number, (int, float)) and not isinstance(number, bool):
             return np.array([float(number)])
     return None
+
+
+def _floats(value: Any) -> bool:
+    """`value` is a tensor of floats or a Python float (or a constexpr of one)."""
+    data = _data(value)
+    return data.dtype.kind == "f" if data is not None else isinstance(getattr(value, "value", value), float)
 
 
 class Probes:
@@ -47,6 +53,7 @@ class Probes:
         tree = instrument(parse_module(source), kernel=False)
         module.__dict__[PROBE] = self.seen.add  # a C method: a probe costs one call, no Python frame
         module.__dict__[COMPARED] = self.compared
+        module.__dict__[CLIPPED] = self.clipped
         self._patch_interpreter()
         exec(compile(tree, self.filename, "exec"), module.__dict__)
 
@@ -93,6 +100,14 @@ class Probes:
                     if np.isfinite(number):
                         self.thresholds[number] = self.thresholds.get(number, 0) + 1
         return value
+
+    def clipped(self, true: int, false: int, value: Any, a: Any, b: Any) -> Any:
+        """`compared` for a clip's choice (`value`: whether its first argument is the smaller) where either
+        argument holds floats; between integers (indices, lengths) both outcomes count as run."""
+        if not any(_floats(v) for v in (a, b)):
+            self.seen.update((true, false))
+            return value
+        return self.compared(true, false, value, a, b)
 
     def take_thresholds(self) -> list[float]:
         """The numbers recorded since the last call, those met by the most lanes' comparisons first."""
