@@ -25,7 +25,7 @@ from evo.contracts.config import EvaluationConfig
 from evo.contracts.gpus import get_profile
 from evo.contracts.task import Case, Task
 from evo.contracts.verdict import FULL, QUICK, VERIFIED, Evaluation, Status
-from fitness.check.data_values import compared_values
+from fitness.check.data_values import MAX_APART, MAX_VALUES, compared_values
 from fitness.check.equivalence import Observed, bench_check, check_equivalence, odd_check
 from fitness.check.gpu_compile import compile_all
 from fitness.check.lint import lint
@@ -158,6 +158,11 @@ class Evaluator:
         compare with, or at which their data less a number is zero (`fitness.check.data_values`): a failure
         there is the verdict."""
         compared = compared_values(candidate)
+        if compared.unplaced:
+            return ev.with_(status=Status.UNSAFE, reason=(
+                f"its kernels compare their data with (or subtract from it) {compared.unplaced} more values than "
+                f"the check places ({MAX_VALUES} values and {MAX_APART} differences): a path that turns on one of "
+                f"the values left out would go unchecked"))
         held = observed.held() if observed is not None else {}
         cases = value_cases(self.task, compared, draws=self.settings.draws, held=held)
         if not cases:

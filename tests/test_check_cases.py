@@ -332,6 +332,27 @@ def test_a_value_singled_out_without_a_comparison_is_caught_and_its_honest_twin_
     assert r.ok if honest else r.status is Status.WRONG_OUTPUT, (d, honest, r.reason)  # at 0: zeros catch it
 
 
+def _decoys(n: int, weight: str) -> Candidate:
+    """`NO_COMPARISON`'s bump at 3.25 behind `n` harmless comparisons with other values (each a select whose
+    two sides agree), which come first in the values the check places."""
+    decoys = "".join(f"    y = tl.where(x == {k / 8 + 10.0!r}, y, y)\n" for k in range(n))
+    source = NO_COMPARISON.format(difference="x - 3.25", weight=weight)
+    return Candidate.from_source(source.replace("    d = x - 3.25\n", decoys + "    d = x - 3.25\n"))
+
+
+def test_a_value_behind_many_harmless_ones_is_still_placed_and_past_the_cap_the_kernel_is_refused(softmax):
+    from fitness.check.data_values import MAX_VALUES, compared_values
+
+    hidden = _decoys(30, "1.0")  # its 3.25 is the 31st value: a second stretch of cases places it
+    assert compared_values(hidden).values[30] == 3.25
+    r = softmax.evaluate(hidden)
+    assert r.status is Status.WRONG_OUTPUT and "3.25" in r.reason, r.reason
+    honest = softmax.evaluate(_decoys(30, "0.0"))
+    assert honest.ok, honest.reason
+    crowded = softmax.evaluate(_decoys(MAX_VALUES, "0.0"))
+    assert crowded.status is Status.UNSAFE and "1 more values than the check places" in crowded.reason, crowded.reason
+
+
 # -- path splits: the wrong path is caught wherever the split is -----------------------------------------
 
 TEMPLATE = '''import triton

@@ -10,7 +10,8 @@ A full check runs (in this order, cheap cases first):
    under every distribution, the task's own and the special ones.
 
 A candidate whose kernels compare data with numbers is also checked on inputs that hold those values
-(`value_cases`): at every check size but the smallest and at each bench-shaped size.
+(`value_cases`): at every check size but the smallest and at each bench-shaped size, `PER_CASE` values to a
+case (more take further cases).
 
 Each runs like any check case: the first case of a size twice under different poisons and program
 orders, the race sanitizer and the barrier rule on. Which cases these rules pick is part of the task key
@@ -96,6 +97,7 @@ def full_cases(task: Task, *, draws: int) -> list[Case]:
 
 
 MAX_HELD = 16  # numbers a kernel's comparisons held at a size, placed in that size's values case
+PER_CASE = 24  # values placed in one case: more take further cases at every size
 
 
 def value_cases(task: Task, compared: Compared, *, draws: int,
@@ -103,7 +105,8 @@ def value_cases(task: Task, compared: Compared, *, draws: int,
     """Cases whose inputs hold what a candidate's code compares its data with (`compared`: values, and pairs
     of values a difference apart; `evo.contracts.special_values`, ``values=``): at every check size
     but the smallest by elements (all ones, usually, where no row can be made to hold a value as its
-    maximum) and at each bench-shaped size; with the first `MAX_HELD` of the numbers the kernel's
+    maximum) and at each bench-shaped size, `PER_CASE` values to a case (the next `PER_CASE` take another
+    case at every size); with the first `MAX_HELD` of the numbers the kernel's
     comparisons held for every lane at that size in the check's runs (`held`, by size JSON: a threshold made
     of a size, ``n_cols * 0.001``). None where nothing is to be placed, or where the task cannot recompute
     its reference on changed inputs."""
@@ -114,14 +117,17 @@ def value_cases(task: Task, compared: Compared, *, draws: int,
     sizes = [task.check_sizes[i] for i in sorted(ranked[1:] or ranked)] + bench_shaped_sizes(task)
     draw = max(draws, len(task.dists)) + len(SPECIAL_DISTS)  # numbered after the special draws at a size
     out = []
-    for turn, size in enumerate(sizes):  # each case's rows take the next stretch of the rows placed
-        skey = size_key(size)
-        more = [v for v in held.get(skey, ()) if v not in compared.values][:MAX_HELD]
-        if not compared and not more:
-            continue
-        dist = values_dist([*compared.values, *more], compared.apart)
-        digest = int.from_bytes(hashlib.sha256(f"{task.name}|{skey}|{dist}".encode()).digest()[:4], "little")
-        out.append(Case(skey, draw, digest - digest % TURNS + turn % TURNS, dist))
+    chunks = [compared.values[i:i + PER_CASE] for i in range(0, len(compared.values), PER_CASE)] or [()]
+    for c, chunk in enumerate(chunks):  # each stretch of values at every size
+        for turn, size in enumerate(sizes):  # each case's rows take the next of the rows placed
+            skey = size_key(size)
+            more = [v for v in held.get(skey, ()) if v not in compared.values][:MAX_HELD] if c == 0 else []
+            apart = compared.apart if c == 0 else ()
+            if not chunk and not apart and not more:
+                continue
+            dist = values_dist([*chunk, *more], apart)
+            digest = int.from_bytes(hashlib.sha256(f"{task.name}|{skey}|{dist}".encode()).digest()[:4], "little")
+            out.append(Case(skey, draw, digest - digest % TURNS + turn % TURNS, dist))
     return out
 
 

@@ -148,6 +148,7 @@ class Compared:
 
     values: tuple[float, ...] = ()
     apart: tuple[float, ...] = ()
+    unplaced: int = 0  # values and differences found past what the check places (`fitness.check.data_values`)
 
     def __bool__(self) -> bool:
         return bool(self.values or self.apart)

@@ -14,7 +14,8 @@ reduction). The midpoint of two values compared in one condition is added too (a
 two data values compared a number apart give that difference (``x == top - 0.7071``). A kernel needs no
 comparison to be wrong at one value: ``1e-30 / (x - 3.25)`` and ``tl.exp(-((x - 3.25) * 1e6) ** 2)`` are,
 so wherever data and a number are added or subtracted (or fused, ``tl.fma``) the value at which the sum is
-zero is solved too (`_zeros`; at most `MAX_VALUES` more, after the compared ones). The evaluator
+zero is solved too (`_zeros`, after the compared ones; past `MAX_VALUES` in all the kernel is refused:
+a silent cap would let a kernel hide its one wrong value behind harmless ones). The evaluator
 places these values, and their neighbours one step up and down in the task's dtype, into check cases
 (`evo.contracts.check_cases.value_cases`, `evo.contracts.special_values`), with the numbers the
 kernel's comparisons held for every lane in the check's runs at each size (`fitness.check.probes`: a
@@ -40,7 +41,9 @@ from fitness.check.data_flow import MEMORY, REDUCTIONS, call_name, data_names, l
 from fitness.check.feeds import argument
 from fitness.check.numeric_roots import Fn, function_of, roots
 
-MAX_VALUES = 24  # values solved per candidate (each brings two neighbours)
+MAX_VALUES = 96  # values placed per candidate (each brings two neighbours; `check_cases.value_cases` places
+# them 24 to a case); a kernel with more is refused rather than checked on some of them
+MAX_APART = 24  # differences placed per candidate
 
 _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow, ast.Mod)
 # one-argument functions inverted: the value of the argument at which the function's result is t
@@ -385,8 +388,8 @@ def _offset(e: ast.expr, names: dict[str, float]) -> tuple[ast.expr, float]:
 
 def compared_values(candidate: Candidate) -> Compared:
     """The input values at which a comparison (or a clip) in the candidate's kernels turns, and the
-    differences it compares two input values at (see the module docstring): the first `MAX_VALUES` of
-    each in the order the code writes them, finite ones only."""
+    differences it compares two input values at (see the module docstring): the first `MAX_VALUES` (and
+    `MAX_APART`) in the order the code writes them, finite ones only, and how many more were found."""
     tree = parse_module(candidate.source)
     module = _numbers(candidate, tree)
     out: list[float] = []
@@ -420,7 +423,7 @@ def compared_values(candidate: Candidate) -> Compared:
                 zeros.extend(v for v in _solved(side, t, names, scope) if math.isfinite(v))
                 if _difference(side, names):
                     apart.append(t)  # ``x - nxt - 0.5``: two values 0.5 apart
-    compared = tuple(dict.fromkeys(out))[:MAX_VALUES]
-    zeroed = [v for v in dict.fromkeys(zeros) if v not in compared][:MAX_VALUES]
-    return Compared((*compared, *zeroed),
-                    tuple(dict.fromkeys(d for d in apart if math.isfinite(d)))[:MAX_VALUES])
+    found = list(dict.fromkeys([*out, *zeros]))  # what comparisons give first
+    differences = list(dict.fromkeys(d for d in apart if math.isfinite(d)))
+    unplaced = max(0, len(found) - MAX_VALUES) + max(0, len(differences) - MAX_APART)
+    return Compared(tuple(found[:MAX_VALUES]), tuple(differences[:MAX_APART]), unplaced)
