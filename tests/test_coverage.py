@@ -222,6 +222,17 @@ def test_an_equality_of_sums_with_a_number_must_go_both_ways_and_a_guard_on_a_su
     assert honest.ok, honest.reason
 
 
+def test_a_window_on_a_sum_must_be_entered_and_one_bound_need_not(softmax):
+    r = softmax.evaluate(covered("window_on_a_row_sum"))
+    assert r.status in (Status.UNSAFE, Status.WRONG_OUTPUT), r.reason
+    if r.status is Status.UNSAFE:
+        assert "the condition `(squares > 5.0) & (squares < 5.000001)` never true" in r.reason, r.reason
+    # the twin: one bound (a guard) on the same sum, never true either, is not required both ways
+    twin = covered("window_on_a_row_sum").source.replace("(squares > 5.0) & (squares < 5.000001)", "squares > 1e30")
+    honest = softmax.evaluate(Candidate.from_source(twin.replace("y * 0.5, y)", "y, y)")))
+    assert honest.ok, honest.reason
+
+
 def test_a_clip_is_a_condition_that_must_go_both_ways(softmax):
     r = softmax.evaluate(covered("clip_on_a_polynomial"))
     assert r.status in (Status.UNSAFE, Status.WRONG_OUTPUT), r.reason

@@ -20,15 +20,16 @@ A condition on sizes, strides, dtypes or values is not fixed: both of its outcom
 
 A kernel branches per lane too, without a line of its own: ``tl.where(x == 1.25, 0.0, y)`` and a mask
 are an if and an else for each element. So each comparison in a kernel (one operator; not the whole test
-of an ``if``/``while``, whose outcomes are the branch's points) and each select's condition is a pair of
+of an ``if``/``while``, whose outcomes are the branch's points), each select's condition, each choice of a
+clip between floats and comparisons joined by ``&`` or ``|`` (a window) are a pair of
 points: true in some lane of some run, and false in some lane. They are required where their statement
 ran and the condition tests direct data (`fitness.check.data_flow`: a loaded value or arithmetic of it),
 unless it is fixed (`fitness.check.fixed.fixed_code`) or compares with an infinity or NaN written out (a guard the
 special values exercise where inputs can reach it). Conditions on indices and sizes are the crossings'
 concern, and one on a sum or another reduction is often a guard no valid input reaches for some
 meta-parameters (a split's weight ``l_i > 0`` with one split), unless it tests the sum for equality with a
-number other than zero, which no guard does. The check places the values its kernels compare with
-(`fitness.check.data_values`) before it judges these.
+number other than zero or holds it between two bounds, which no guard does. The check places the values
+its kernels compare with (`fitness.check.data_values`) before it judges these.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 
 from evo.contracts.syntax import parse_module
 from fitness.check.data_flow import call_name, data_names, launched, reads
-from fitness.check.fixed import conditions, fixed_code, is_clip, reachable
+from fitness.check.fixed import conditions, fixed_code, is_clip, is_joined, reachable
 
 STMT, TAKEN, NOT_TAKEN = 0, 1, 2
 TRUE, FALSE = 3, 4  # a kernel's comparison true in some lane, false in some lane (keyed by its column too)
@@ -139,7 +140,8 @@ class _Points:
         with `probe`, each wrapped in a call that records them and returns the comparison's value."""
         wrap = _Wrap(self, s.lineno, fn)
         if isinstance(s, (ast.If, ast.While)):  # a whole test's outcomes are the branch's points
-            test = wrap.generic_visit(s.test) if isinstance(s.test, ast.Compare) else wrap.visit(s.test)
+            whole = isinstance(s.test, ast.Compare) or is_joined(s.test)
+            test = wrap.generic_visit(s.test) if whole else wrap.visit(s.test)
             assert isinstance(test, ast.expr)
             s.test = test
         elif isinstance(s, (ast.For, ast.AsyncFor)):
@@ -160,6 +162,7 @@ class _Wrap(ast.NodeTransformer):
 
     def __init__(self, points: _Points, stmt: int, fn: str) -> None:
         self.walker, self.stmt, self.fn = points, stmt, fn
+        self.joined = False  # inside a joined condition: ``(a & b) & c`` is one, at the column of all three
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         return node  # a lambda's body runs elsewhere (a combine function of a reduction)
@@ -168,6 +171,12 @@ class _Wrap(ast.NodeTransformer):
         if len(node.ops) != 1 or any(_nonfinite(side) for side in (node.left, *node.comparators)):
             return self.generic_visit(node)  # a guard for inf or NaN: the special values' concern
         return self._wrapped(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        """Comparisons joined by ``&`` or ``|`` are a condition of their own (a window)."""
+        if is_joined(node) and not self.joined and not any(_nonfinite(side) for side in (node.left, node.right)):
+            return self._wrapped(node)
+        return self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         """A select's condition (``tl.where(c, a, b)``) is a point too: the element-wise if and else; and so
@@ -215,7 +224,9 @@ class _Wrap(ast.NodeTransformer):
             p = Point(node.lineno, kind, self.fn, True, node.col_offset, self.stmt, text)
             self.walker.points.append(p)
             keys.append(ast.Constant(p.key))
+        outer, self.joined = self.joined, self.joined or is_joined(node)
         node = self.generic_visit(node)  # type: ignore[assignment]
+        self.joined = outer
         if not self.walker.probe:
             return node
         sides: list[ast.expr] = []
@@ -303,8 +314,28 @@ def _on_direct_data(tree: ast.Module) -> set[tuple[int, int]]:
         data = data_names(fn, is_launched=is_launched)
         for node in ast.walk(fn):
             out |= {(c.lineno, c.col_offset) for c in conditions(node)
-                    if reads(c, direct, direct=True) or _equal_to_a_number(c, data)}
+                    if reads(c, direct, direct=True) or _equal_to_a_number(c, data) or _window(c, data)}
     return out
+
+
+def _window(c: ast.expr, data: set[str]) -> bool:
+    """`c` holds one data value, through a reduction or not, between two bounds that are not data
+    (``(s > 2.0) & (s < 2.0000005)``): no guard does; a guard is one bound."""
+    if not (isinstance(c, ast.BinOp) and isinstance(c.op, ast.BitAnd)):
+        return False
+    sides = [_bounded(part, data) for part in (c.left, c.right)]
+    return all(sides) and sides[0] == sides[1]
+
+
+def _bounded(c: ast.expr, data: set[str]) -> str:
+    """The data side of ``data < bound`` (or any one-operator inequality) as code, '' where `c` is not one."""
+    if not (isinstance(c, ast.Compare) and len(c.ops) == 1 and isinstance(c.ops[0], (ast.Lt, ast.LtE, ast.Gt,
+                                                                                         ast.GtE))):
+        return ""
+    a, b = c.left, c.comparators[0]
+    if reads(a, data) == reads(b, data) or _nonfinite(a) or _nonfinite(b):
+        return ""
+    return ast.dump(a if reads(a, data) else b)
 
 
 def _equal_to_a_number(c: ast.expr, data: set[str]) -> bool:

@@ -216,15 +216,27 @@ CLIPS = ("minimum", "maximum")  # two-argument calls that choose per lane: a com
 
 
 def conditions(node: ast.AST) -> list[ast.expr]:
-    """The per-lane condition `node` is, if any: a comparison itself, a select's (``tl.where(c, a, b)``), or
-    the choice a clip makes (``tl.minimum(a, b)``: a < b or not; the call stands for it)."""
+    """The per-lane condition `node` is, if any: a comparison itself, a select's (``tl.where(c, a, b)``), the
+    choice a clip makes (``tl.minimum(a, b)``: a < b or not; the call stands for it), or comparisons joined by
+    ``&`` or ``|``."""
     if isinstance(node, ast.Compare):
         return [node]
     if isinstance(node, ast.Call) and node.args and call_name(node.func) == "where":
         return [node.args[0]]
     if isinstance(node, ast.Call) and is_clip(node):
         return [node]
+    if is_joined(node):
+        assert isinstance(node, ast.expr)
+        return [node]
     return []
+
+
+def is_joined(node: ast.AST) -> bool:
+    """`node` joins a comparison with another condition per lane (``(s > 2.0) & (s < 2.5)``, ``mask | (x ==
+    0)``): true and false in lanes where neither part alone tells (a window is never true where each of its
+    bounds goes both ways)."""
+    return isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr)) and any(
+        isinstance(side, ast.Compare) for side in (node.left, node.right))
 
 
 def is_clip(node: ast.AST) -> bool:
