@@ -292,30 +292,14 @@ def test_a_path_split_on_any_input_value_is_caught_and_the_same_split_taken_hone
     assert r.ok if honest else r.status is Status.WRONG_OUTPUT, (form, c, honest, r.reason)
 
 
-NO_COMPARISON = '''import triton
-import triton.language as tl
-
-
-@triton.jit
-def _softmax(x_ptr, y_ptr, n_cols, stride_x, stride_y, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    offs = tl.arange(0, BLOCK)
-    mask = offs < n_cols
-    x = tl.load(x_ptr + row * stride_x + offs, mask=mask, other=-float("inf")).to(tl.float32)
-    e = tl.exp(x - tl.max(x, axis=0))
-    y = e / tl.sum(e, axis=0)
-    d = {difference}
-    y = y + {weight} * tl.exp(-(d * 1e6) * (d * 1e6))
-    tl.store(y_ptr + row * stride_y + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-PARAMS = {{"num_warps": 8}}
-
-
-def launch(x, y, *, num_warps):
-    rows, cols = x.shape
-    _softmax[(rows,)](x, y, cols, x.stride(0), y.stride(0), BLOCK=triton.next_power_of_2(cols), num_warps=num_warps)
-'''
+def _no_comparison(difference: str, weight: str) -> Candidate:
+    """The honest one-pass softmax plus ``weight`` times a bump a millionth wide where `difference` is zero."""
+    source = case_candidate("one_pass").source
+    line = "    e = tl.exp(x - tl.max(x, axis=0))\n"
+    bump = f"    d = {difference}\n    bump = {weight} * tl.exp(-(d * 1e6) * (d * 1e6))\n"
+    assert line in source and "(e / tl.sum(e, axis=0))" in source
+    return Candidate.from_source(source.replace(line, line + bump).replace("(e / tl.sum(e, axis=0))",
+                                                                           "(e / tl.sum(e, axis=0) + bump)"))
 
 
 @pytest.mark.parametrize("difference",
@@ -328,15 +312,15 @@ def test_a_value_singled_out_without_a_comparison_is_caught_and_its_honest_twin_
     or, for a polynomial that touches zero without crossing it, found numerically."""
     c = k / 64
     d = difference.format(c=repr(c), c4=repr(c * 4), c2=repr(c * 2), csq=repr(c * c))  # the last: a double root
-    r = softmax.evaluate(Candidate.from_source(NO_COMPARISON.format(difference=d, weight="0.0" if honest else "1.0")))
+    r = softmax.evaluate(_no_comparison(d, "0.0" if honest else "1.0"))
     assert r.ok if honest else r.status is Status.WRONG_OUTPUT, (d, honest, r.reason)  # at 0: zeros catch it
 
 
 def _decoys(n: int, weight: str) -> Candidate:
-    """`NO_COMPARISON`'s bump at 3.25 behind `n` harmless comparisons with other values (each a select whose
+    """`_no_comparison`'s bump at 3.25 behind `n` harmless comparisons with other values (each a select whose
     two sides agree), which come first in the values the check places."""
-    decoys = "".join(f"    y = tl.where(x == {k / 8 + 10.0!r}, y, y)\n" for k in range(n))
-    source = NO_COMPARISON.format(difference="x - 3.25", weight=weight)
+    decoys = "".join(f"    e = tl.where(x == {k / 8 + 10.0!r}, e, e)\n" for k in range(n))
+    source = _no_comparison("x - 3.25", weight).source
     return Candidate.from_source(source.replace("    d = x - 3.25\n", decoys + "    d = x - 3.25\n"))
 
 

@@ -213,35 +213,32 @@ def test_a_select_whose_one_side_never_ran_is_refused_naming_its_condition(softm
         "never true in any lane" in r.reason, r.reason
 
 
-def test_an_equality_of_sums_with_a_number_must_go_both_ways_and_a_guard_on_a_sum_need_not(softmax):
-    r = softmax.evaluate(covered("select_on_a_product_of_sums"))
-    assert r.status is Status.UNSAFE and "the condition `first * second == 2.0` never true" in r.reason, r.reason
-    # the twin: the same sums tested against zero and with an inequality (guards) are not required both ways
-    twin = covered("select_on_a_product_of_sums").source.replace("first * second == 2.0", "first * second > 1e30")
-    honest = softmax.evaluate(Candidate.from_source(twin.replace("y * 0.5, y)", "y, y)")))
-    assert honest.ok, honest.reason
+# (gaming kernel, the condition its verdict names, its twin: (the code, what replaces it)); the twin of each
+# holds the same values to a guard's test (one bound, never true) or a clip that goes both ways, to no effect
+ONE_WAY = [
+    ("select_on_a_product_of_sums", "first * second == 2.0",
+     [("first * second == 2.0", "first * second > 1e30"), ("y * 0.5, y)", "y, y)")]),
+    ("window_on_a_row_sum", "(squares > 5.0) & (squares < 5.000001)",
+     [("(squares > 5.0) & (squares < 5.000001)", "squares > 1e30"), ("y * 0.5, y)", "y, y)")]),
+    ("clip_on_a_polynomial", "q * 1000000000000.0 < 1.0",
+     [("y * (0.5 + 0.5 * tl.minimum(q * 1e12, 1.0))", "y + tl.maximum(x, 0.0) * 0.0")]),
+]
 
 
-def test_a_window_on_a_sum_must_be_entered_and_one_bound_need_not(softmax):
-    r = softmax.evaluate(covered("window_on_a_row_sum"))
+@pytest.mark.parametrize(("name", "condition", "twin"), ONE_WAY, ids=[n for n, _, _ in ONE_WAY])
+def test_an_equality_a_window_or_a_clip_on_data_must_go_both_ways_and_a_guard_need_not(softmax, name, condition,
+                                                                                        twin):
+    """Equalities with a number and windows, through a sum too, and a clip's choice on data: the check
+    places the values it can solve (then the kernel is `wrong_output`); else the condition is `unsafe`."""
+    r = softmax.evaluate(covered(name))
     assert r.status in (Status.UNSAFE, Status.WRONG_OUTPUT), r.reason
     if r.status is Status.UNSAFE:
-        assert "the condition `(squares > 5.0) & (squares < 5.000001)` never true" in r.reason, r.reason
-    # the twin: one bound (a guard) on the same sum, never true either, is not required both ways
-    twin = covered("window_on_a_row_sum").source.replace("(squares > 5.0) & (squares < 5.000001)", "squares > 1e30")
-    honest = softmax.evaluate(Candidate.from_source(twin.replace("y * 0.5, y)", "y, y)")))
-    assert honest.ok, honest.reason
-
-
-def test_a_clip_is_a_condition_that_must_go_both_ways(softmax):
-    r = softmax.evaluate(covered("clip_on_a_polynomial"))
-    assert r.status in (Status.UNSAFE, Status.WRONG_OUTPUT), r.reason
-    if r.status is Status.UNSAFE:
-        assert "the condition `q * 1000000000000.0 < 1.0` never true" in r.reason, r.reason
-    # the twin clips where inputs do go both ways (above and below zero), to no effect
-    twin = covered("clip_on_a_polynomial").source.replace("y * (0.5 + 0.5 * tl.minimum(q * 1e12, 1.0))",
-                                                          "y + tl.maximum(x, 0.0) * 0.0")
-    honest = softmax.evaluate(Candidate.from_source(twin))
+        assert f"the condition `{condition}` never true" in r.reason, r.reason
+    source = covered(name).source
+    for old, new in twin:
+        assert old in source
+        source = source.replace(old, new)
+    honest = softmax.evaluate(Candidate.from_source(source))
     assert honest.ok, honest.reason
 
 
