@@ -324,9 +324,12 @@ def _solved(e: ast.expr, t: float, names: dict[str, float], scope: _Scope | None
     f = None if scope is None else scope.function(e, names)
     if f is None:
         return found
-    with np.errstate(all="ignore"):
-        exact = bool(found) and all(abs(float(f(np.array([v]))[0]) - t) <= 1e-6 * (1.0 + abs(t)) for v in found)
-    return found if exact else [*found, *(v for v in roots(f, t) if v not in found)]
+    try:
+        with np.errstate(all="ignore"):
+            exact = bool(found) and all(abs(float(f(np.array([v]))[0]) - t) <= 1e-6 * (1.0 + abs(t)) for v in found)
+            return found if exact else [*found, *(v for v in roots(f, t) if v not in found)]
+    except (ArithmeticError, ValueError, TypeError):  # what numpy refuses to evaluate: the solved values only
+        return found
 
 
 class _Scope:
