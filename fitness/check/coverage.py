@@ -197,12 +197,7 @@ class _Wrap(ast.NodeTransformer):
         (``tl.minimum(lo + chunk, n)``, a split's end), the crossings' concern: the probe counts both of
         its outcomes as run."""
         a, b = node.args
-        text = f"{ast.unparse(a)} < {ast.unparse(b)}"
-        keys: list[ast.expr] = []
-        for kind in (TRUE, FALSE):
-            p = Point(node.lineno, kind, self.fn, True, node.col_offset, self.stmt, text)
-            self.walker.points.append(p)
-            keys.append(ast.Constant(p.key))
+        keys = self._outcomes(node, f"{ast.unparse(a)} < {ast.unparse(b)}")
         node = self.generic_visit(node)  # type: ignore[assignment]
         if not self.walker.probe:
             return node
@@ -215,15 +210,19 @@ class _Wrap(ast.NodeTransformer):
         out = ast.Subscript(ast.Tuple([probe, clip], ast.Load()), ast.Constant(1), ast.Load())
         return ast.fix_missing_locations(ast.copy_location(out, node))
 
-    def _wrapped(self, node: ast.expr) -> ast.expr:
-        """`node` as a probe call: ``__evo_compared__(true_key, false_key, node)``; a comparison's sides are
-        bound to names on the way and passed too (the probe records a number a side holds for every lane)."""
-        text = ast.unparse(node)
+    def _outcomes(self, node: ast.expr, text: str) -> list[ast.expr]:
+        """The condition `node` (its code `text`) as two points, true and false; their keys as constants."""
         keys: list[ast.expr] = []
         for kind in (TRUE, FALSE):
             p = Point(node.lineno, kind, self.fn, True, node.col_offset, self.stmt, text)
             self.walker.points.append(p)
             keys.append(ast.Constant(p.key))
+        return keys
+
+    def _wrapped(self, node: ast.expr) -> ast.expr:
+        """`node` as a probe call: ``__evo_compared__(true_key, false_key, node)``; a comparison's sides are
+        bound to names on the way and passed too (the probe records a number a side holds for every lane)."""
+        keys = self._outcomes(node, ast.unparse(node))
         outer, self.joined = self.joined, self.joined or is_joined(node)
         node = self.generic_visit(node)  # type: ignore[assignment]
         self.joined = outer
@@ -304,7 +303,7 @@ def _on_direct_data(tree: ast.Module) -> set[tuple[int, int]]:
     (`fitness.check.data_flow`): what an input's value decides. One on indices and sizes is the crossings'
     concern; one on a sum or another reduction (a split's weight, a softmax's denominator) is often a
     guard no valid input reaches, for some meta-parameters, and is not required, unless it tests the sum
-    for equality with a number other than zero (`_equal_to_a_number`)."""
+    for equality with a number other than zero (`_equal_to_a_number`) or holds it in a window (`_window`)."""
     out: set[tuple[int, int]] = set()
     for fn in tree.body:
         if not (isinstance(fn, ast.FunctionDef) and is_jit(fn)):
@@ -329,13 +328,8 @@ def _window(c: ast.expr, data: set[str]) -> bool:
 
 def _bounded(c: ast.expr, data: set[str]) -> str:
     """The data side of ``data < bound`` (or any one-operator inequality) as code, '' where `c` is not one."""
-    if not (isinstance(c, ast.Compare) and len(c.ops) == 1 and isinstance(c.ops[0], (ast.Lt, ast.LtE, ast.Gt,
-                                                                                         ast.GtE))):
-        return ""
-    a, b = c.left, c.comparators[0]
-    if reads(a, data) == reads(b, data) or _nonfinite(a) or _nonfinite(b):
-        return ""
-    return ast.dump(a if reads(a, data) else b)
+    sides = _against(c, data, (ast.Lt, ast.LtE, ast.Gt, ast.GtE))
+    return "" if sides is None or any(_nonfinite(side) for side in sides) else ast.dump(sides[0])
 
 
 def _equal_to_a_number(c: ast.expr, data: set[str]) -> bool:
@@ -343,14 +337,21 @@ def _equal_to_a_number(c: ast.expr, data: set[str]) -> bool:
     (``tl.sum(x, axis=0) == 3.0``, ``x0 * x1 == n_cols * 0.5``). A guard tests a sum against zero (an empty
     split, a zero row) or with an inequality; no computation needs a float sum to be exactly another number,
     and a kernel that tests for it is wrong there at no cost elsewhere."""
-    if not (isinstance(c, ast.Compare) and len(c.ops) == 1 and isinstance(c.ops[0], (ast.Eq, ast.NotEq))):
+    sides = _against(c, data, (ast.Eq, ast.NotEq))
+    if sides is None:
         return False
+    other = sides[1]
+    return not (isinstance(other, ast.Constant) and isinstance(other.value, (int, float)) and other.value == 0)
+
+
+def _against(c: ast.expr, data: set[str], ops: tuple[type, ...]) -> tuple[ast.expr, ast.expr] | None:
+    """(data side, other side) of `c`, a one-operator comparison of one of `ops` with data on one side only."""
+    if not (isinstance(c, ast.Compare) and len(c.ops) == 1 and isinstance(c.ops[0], ops)):
+        return None
     a, b = c.left, c.comparators[0]
     if reads(a, data) == reads(b, data):
-        return False
-    other = b if reads(a, data) else a
-    zero = isinstance(other, ast.Constant) and isinstance(other.value, (int, float)) and other.value == 0
-    return not zero
+        return None
+    return (a, b) if reads(a, data) else (b, a)
 
 
 def _keys(body: list[ast.stmt]) -> Iterator[int]:

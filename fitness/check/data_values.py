@@ -39,7 +39,7 @@ from evo.contracts.syntax import parse_module
 from fitness.check.coverage import is_jit
 from fitness.check.data_flow import MEMORY, REDUCTIONS, call_name, data_names, launched, reads
 from fitness.check.feeds import argument
-from fitness.check.numeric_roots import Fn, function_of, roots
+from fitness.check.numeric_roots import Fn, function_of, roots, value_at
 
 MAX_VALUES = 96  # values placed per candidate (each brings two neighbours; `check_cases.value_cases` places
 # them 24 to a case); a kernel with more is refused rather than checked on some of them
@@ -248,19 +248,23 @@ def _turns(node: ast.AST) -> bool:
     return isinstance(node, ast.Compare) or (isinstance(node, ast.Call) and call_name(node.func) in _CLIPS)
 
 
-def _locals(fn: ast.FunctionDef, names: dict[str, float]) -> dict[str, float]:
-    """`names` and the numbers `fn` binds once to a name (``thr = 3.0 / 4.0``)."""
+def _bound_once(fn: ast.FunctionDef) -> dict[str, ast.expr]:
+    """The names `fn` binds once, by a plain assignment, to the expression each is bound to (in code order)."""
     counts: dict[str, int] = {}
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             counts[node.id] = counts.get(node.id, 0) + 1
+    return {target.id: node.value for node in ast.walk(fn) if isinstance(node, ast.Assign)
+            and len(node.targets) == 1 and isinstance(target := node.targets[0], ast.Name) and counts[target.id] == 1}
+
+
+def _locals(fn: ast.FunctionDef, names: dict[str, float]) -> dict[str, float]:
+    """`names` and the numbers `fn` binds once to a name (``thr = 3.0 / 4.0``)."""
     out = dict(names)
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-            v = fold(node.value, out) if counts.get(name) == 1 else None
-            if v is not None:
-                out[name] = v
+    for name, value in _bound_once(fn).items():
+        v = fold(value, out)
+        if v is not None:
+            out[name] = v
     return out
 
 
@@ -326,7 +330,7 @@ def _solved(e: ast.expr, t: float, names: dict[str, float], scope: _Scope | None
         return found
     try:
         with np.errstate(all="ignore"):
-            exact = bool(found) and all(abs(float(f(np.array([v]))[0]) - t) <= 1e-6 * (1.0 + abs(t)) for v in found)
+            exact = bool(found) and all(abs(value_at(f, v) - t) <= 1e-6 * (1.0 + abs(t)) for v in found)
             return found if exact else [*found, *(v for v in roots(f, t) if v not in found)]
     except (ArithmeticError, ValueError, TypeError):  # what numpy refuses to evaluate: the solved values only
         return found
@@ -338,13 +342,7 @@ class _Scope:
 
     def __init__(self, fn: ast.FunctionDef, data: set[str]) -> None:
         self.data = data
-        counts: dict[str, int] = {}
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                counts[node.id] = counts.get(node.id, 0) + 1
-        self.bound = {target.id: node.value for node in ast.walk(fn) if isinstance(node, ast.Assign)
-                      and len(node.targets) == 1 and isinstance(target := node.targets[0], ast.Name)
-                      and counts.get(target.id) == 1 and not _source(node.value)}
+        self.bound = {name: value for name, value in _bound_once(fn).items() if not _source(value)}
 
     def function(self, e: ast.expr, names: dict[str, float]) -> Fn | None:
         whole = self._inlined(e, 8)

@@ -153,8 +153,13 @@ def _nearest(xs: np.ndarray, at: np.ndarray) -> list[int]:
     return [int(i) for i in at[np.argsort(np.abs(xs[at]), kind="stable")][: 4 * MAX_ROOTS]]
 
 
+def value_at(f: Fn, x: float) -> float:
+    """`f` at the one value `x`."""
+    return float(f(np.array([x]))[0])
+
+
 def _value(f: Fn, x: float, t: float) -> float:
-    return float(f(np.array([x]))[0]) - t
+    return value_at(f, x) - t
 
 
 def _bisect(f: Fn, t: float, lo: float, hi: float) -> float:
