@@ -20,9 +20,10 @@ import secrets
 
 from evo.contracts.bench_shaped import CAP_ELEMENTS
 from evo.contracts.candidate import Candidate
-from evo.contracts.check_cases import full_cases, unchecked_words, value_cases
+from evo.contracts.check_cases import chosen_cases, full_cases, unchecked_words, value_cases
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.gpus import get_profile
+from evo.contracts.special_values import Compared
 from evo.contracts.task import Case, Task
 from evo.contracts.verdict import FULL, QUICK, VERIFIED, Evaluation, Status
 from fitness.check.data_values import MAX_APART, MAX_VALUES, compared_values
@@ -139,11 +140,13 @@ class Evaluator:
         ev = check_equivalence(self.worker, self.task, candidate, cases, base,
                                timeout=self.settings.timeout_s, stop_on_failure=level != QUICK,
                                sanitize=self.settings.sanitize, observed=observed)
-        if ev.ok and check_level == FULL:
-            ev = self._values(candidate, ev, base, observed)
-        if ev.ok and observed is not None:
+        compared = compared_values(candidate) if check_level == FULL else None
+        if ev.ok and compared is not None:
+            ev = self._values(candidate, ev, base, observed, compared)
+        if ev.ok and observed is not None and compared is not None:
+            values = compared  # a size the check chooses runs every distribution and the values (`chosen_cases`)
             ev = reach(candidate, self.task, ev, observed, lambda size, seen: check_equivalence(
-                self.worker, self.task, candidate, self.task.cases([size], draws=1, every_dist=False), base,
+                self.worker, self.task, candidate, chosen_cases(self.task, size, values, seen.held()), base,
                 timeout=self.settings.timeout_s, sanitize=self.settings.sanitize, observed=seen))
         if ev.ok and check_level == FULL:  # what the check left out (special values opted out of) is said
             ev = ev.with_(reason=f"{ev.reason}{unchecked_words(self.task, cases)}")
@@ -153,11 +156,11 @@ class Evaluator:
             ev = self._verify(candidate, ev, observed)
         return ev
 
-    def _values(self, candidate: Candidate, ev: Evaluation, base: Evaluation, observed: Observed | None) -> Evaluation:
+    def _values(self, candidate: Candidate, ev: Evaluation, base: Evaluation, observed: Observed | None,
+                compared: Compared) -> Evaluation:
         """`ev` (a passing full check) after the cases that hold the input values the candidate's kernels
         compare with, or at which their data less a number is zero (`fitness.check.data_values`): a failure
         there is the verdict."""
-        compared = compared_values(candidate)
         if compared.unplaced:
             return ev.with_(status=Status.UNSAFE, reason=(
                 f"its kernels compare their data with (or subtract from it) {compared.unplaced} more values than "

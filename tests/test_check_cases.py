@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from evo.contracts.bench_shaped import bench_shaped_size
 from evo.contracts.candidate import Candidate
-from evo.contracts.check_cases import bench_shaped_sizes, full_cases, special_dists, special_sizes
+from evo.contracts.check_cases import bench_shaped_sizes, chosen_cases, full_cases, special_dists, special_sizes
 from evo.contracts.config import EvaluationConfig, LatencyMode, TaskConfig
 from evo.contracts.native_task import TASK_LIBRARY, NativeTask, library_tasks
 from evo.contracts.odd_sizes import odd_size
@@ -25,6 +25,7 @@ from evo.contracts.special_values import SPECIAL_DISTS
 from evo.contracts.task import Case, Task, TaskError, size_key
 from evo.contracts.task_loader import build_task
 from evo.contracts.verdict import FULL, VERIFIED, Evaluation, Status
+from fitness.check.data_values import compared_values
 from fitness.check.equivalence import bench_check, check_equivalence
 from fitness.evaluate import Evaluator
 
@@ -386,3 +387,17 @@ def test_a_path_split_past_the_check_sizes_or_on_a_special_value_is_caught(softm
         wrong = "halves"  # zeros and ties are small values: without the max the result is still right there
     r = softmax.evaluate(_split(threshold, value, wrong))
     assert r.status is Status.WRONG_OUTPUT, (threshold, value, wrong, r.reason)
+
+
+def test_a_size_the_check_chose_runs_every_distribution_and_the_values(softmax):
+    # the online path (rows past MAX_BLOCK) runs only at the 8193 columns the crossings choose: there, as at a
+    # bench-shaped size, every distribution runs, and -inf turns this one's row into NaN
+    v = softmax.evaluate(case_candidate("online_nan_on_minus_inf"))
+    assert v.status is Status.WRONG_OUTPUT and '{"cols":8193,"rows":3}' in v.reason and "inf_nan" in v.reason, v.reason
+    fixed = softmax.evaluate(Candidate.from_file(TASK_LIBRARY / "softmax" / "known_better.py"))
+    assert fixed.ok and '{"cols":8193,"rows":3}' in fixed.reason, fixed.reason
+    task = softmax_task()
+    cases = chosen_cases(task, {"rows": 3, "cols": 8193}, compared_values(case_candidate("online_nan_on_minus_inf")))
+    assert {c.dist for c in cases} == {*task.dists, *SPECIAL_DISTS}
+    valued = compared_values(Candidate.from_source(TEMPLATE.format(condition="first == 3.25", shift="top", result="y")))
+    assert any(c.dist.startswith("values=3.25") for c in chosen_cases(task, {"rows": 3, "cols": 8193}, valued))

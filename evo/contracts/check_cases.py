@@ -9,6 +9,9 @@ A full check runs (in this order, cheap cases first):
 3. for each bench size (each shape of a workload), its bench-shaped size (`evo.contracts.bench_shaped`)
    under every distribution, the task's own and the special ones.
 
+Sizes the check chooses for a candidate (to reach its lines, or past the thresholds its code compares with)
+run the same way (`chosen_cases`).
+
 A candidate whose kernels compare data with numbers is also checked on inputs that hold those values
 (`value_cases`): at every check size but the smallest and at each bench-shaped size, `PER_CASE` values to a
 case (more take further cases).
@@ -96,12 +99,24 @@ def full_cases(task: Task, *, draws: int) -> list[Case]:
             *task.cases(shaped, draws=draws), *_special_cases(task, shaped, after)]
 
 
+def chosen_cases(task: Task, size: Size, compared: Compared,
+                 held: Mapping[str, Iterable[float]] | None = None) -> list[Case]:
+    """The cases of a size the check chose (to reach a line, or past a threshold the code compares with:
+    `fitness.check.reach`): like a bench-shaped size's, every distribution, the task's own and the special
+    ones, and the values the kernels compare with (`value_cases`). A path that only such a size takes meets
+    the inputs every other path met: a softmax that drops the max subtraction past 5000 columns meets large
+    logits there."""
+    after = len(task.dists)
+    return [*task.cases([size], draws=1), *_special_cases(task, [size], after),
+            *value_cases(task, compared, draws=1, held=held, sizes=[size])]
+
+
 MAX_HELD = 16  # numbers a kernel's comparisons held at a size, placed in that size's values case
 PER_CASE = 24  # values placed in one case: more take further cases at every size
 
 
 def value_cases(task: Task, compared: Compared, *, draws: int,
-                held: Mapping[str, Iterable[float]] | None = None) -> list[Case]:
+                held: Mapping[str, Iterable[float]] | None = None, sizes: list[Size] | None = None) -> list[Case]:
     """Cases whose inputs hold what a candidate's code compares its data with (`compared`: values, and pairs
     of values a difference apart; `evo.contracts.special_values`, ``values=``): at every check size
     but the smallest by elements (all ones, usually, where no row can be made to hold a value as its
@@ -109,12 +124,13 @@ def value_cases(task: Task, compared: Compared, *, draws: int,
     case at every size); with the first `MAX_HELD` of the numbers the kernel's
     comparisons held for every lane at that size in the check's runs (`held`, by size JSON: a threshold made
     of a size, ``n_cols * 0.001``). None where nothing is to be placed, or where the task cannot recompute
-    its reference on changed inputs."""
+    its reference on changed inputs. `sizes`: these sizes instead."""
     if not task.recomputes_reference:
         return []
     held = held or {}
-    ranked = _by_elements(task)
-    sizes = [task.check_sizes[i] for i in sorted(ranked[1:] or ranked)] + bench_shaped_sizes(task)
+    if sizes is None:
+        ranked = _by_elements(task)
+        sizes = [task.check_sizes[i] for i in sorted(ranked[1:] or ranked)] + bench_shaped_sizes(task)
     draw = max(draws, len(task.dists)) + len(SPECIAL_DISTS)  # numbered after the special draws at a size
     out = []
     chunks = [compared.values[i:i + PER_CASE] for i in range(0, len(compared.values), PER_CASE)] or [()]

@@ -28,7 +28,9 @@ def _softmax_online(x_ptr, y_ptr, n_cols, stride_x, stride_y, BLOCK: tl.constexp
         offs = start + tl.arange(0, BLOCK)
         x = tl.load(x_row + offs, mask=offs < n_cols, other=-float("inf")).to(tl.float32)
         m_new = tl.maximum(m, x)
-        s = s * tl.exp(tl.where(m_new == -float("inf"), 0.0, m - m_new)) + tl.exp(x - m_new)
+        # a -inf adds nothing, also to a lane whose values so far are all -inf (exp(-inf - -inf) would be NaN)
+        s = s * tl.exp(tl.where(m_new == -float("inf"), 0.0, m - m_new)) + tl.where(
+            x == -float("inf"), 0.0, tl.exp(x - m_new))
         m = m_new
     row_max = tl.max(m, axis=0)
     total = tl.sum(s * tl.exp(tl.where(m == -float("inf"), -float("inf"), m - row_max)), axis=0)
