@@ -30,7 +30,7 @@ from fitness.check.data_values import MAX_APART, MAX_VALUES, compared_values
 from fitness.check.equivalence import Observed, bench_check, check_equivalence, odd_check
 from fitness.check.gpu_compile import compile_all
 from fitness.check.lint import lint
-from fitness.check.reach import reach
+from fitness.check.reach import FIRST, REST, reach
 from fitness.latency.stage import LatencyStage
 from fitness.sandbox import isolation as os_isolation
 from fitness.sandbox.process import Worker
@@ -145,8 +145,9 @@ class Evaluator:
             ev = self._values(candidate, ev, base, observed, compared)
         if ev.ok and observed is not None and compared is not None:
             values = compared  # a size the check chooses runs every distribution and the values (`chosen_cases`)
-            ev = reach(candidate, self.task, ev, observed, lambda size, seen: check_equivalence(
-                self.worker, self.task, candidate, chosen_cases(self.task, size, values, seen.held()), base,
+            ev = reach(candidate, self.task, ev, observed, lambda size, seen, which: check_equivalence(
+                self.worker, self.task, candidate, _which(chosen_cases(self.task, size, values, seen.held()), which),
+                base,
                 timeout=self.settings.timeout_s, sanitize=self.settings.sanitize, observed=seen))
         if ev.ok and check_level == FULL:  # what the check left out (special values opted out of) is said
             ev = ev.with_(reason=f"{ev.reason}{unchecked_words(self.task, cases)}")
@@ -281,3 +282,9 @@ def _failed(ev: Evaluation, full: Evaluation, where: str) -> Evaluation:
     return ev.with_(status=full.status, reason=f"{where}: {full.reason}", error=full.error,
                     max_error_ratio=full.max_error_ratio, max_abs_error=full.max_abs_error,
                     mismatch_fraction=full.mismatch_fraction, worst_case=full.worst_case)
+
+
+def _which(cases: list[Case], which: str) -> list[Case]:
+    """A chosen size's cases (`chosen_cases`): the first (a draw of the task's first distribution), the rest, or all
+    (`fitness.check.reach`)."""
+    return cases[:1] if which == FIRST else cases[1:] if which == REST else cases

@@ -152,8 +152,8 @@ def test_a_condition_is_crossed_along_the_dimensions_that_feed_it():
 
     def crossed(candidate: Candidate) -> set[tuple[int, str]]:
         base = {"rows": 3, "cols": 17}
-        return {(line, next(d for d in ("rows", "cols") if size[d] != base[d]))
-                for size, _, line, _ in crossing_sizes(task, candidate).sizes}
+        return {(c.line, next(d for d in ("rows", "cols") if c.size[d] != base[d]))
+                for c in crossing_sizes(task, candidate).sizes}
 
     assert crossed(Candidate.from_source(SPLITS)) == {(first, "cols"), (last, "cols")}
     two = Candidate.from_source(SPLITS.replace("if cols > 4100:", "if (rows > 3000) & (cols < 9000):"))

@@ -389,6 +389,23 @@ def test_a_path_split_past_the_check_sizes_or_on_a_special_value_is_caught(softm
     assert r.status is Status.WRONG_OUTPUT, (threshold, value, wrong, r.reason)
 
 
+# a path that needs two sizes at once: no check size holds both, and one dimension moved at a time never does
+JOINT = {"joined": "(row > {r}) & (n_cols > {c})", "nested": "tl.where(row > {r}, n_cols > {c}, False)",
+         "programs": "(tl.num_programs(0) > {r}) & (n_cols > {c})"}
+
+
+@settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(r=st.integers(7, 60), c=st.integers(2053, 3000), form=st.sampled_from(sorted(JOINT)),
+       wrong=st.sampled_from(sorted(WRONG)), honest=st.booleans())
+def test_a_path_split_on_two_sizes_at_once_is_caught_wherever_both_thresholds_are(softmax, r, c, form, wrong, honest):
+    shift, result = ("top", "y") if honest else WRONG[wrong]
+    source = TEMPLATE.format(condition=JOINT[form].format(r=r, c=c), shift=shift, result=result)
+    v = softmax.evaluate(Candidate.from_source(source))
+    # dropping the max is wrong only on large logits: the size the check chose runs every distribution
+    assert v.status is (Status.OK if honest else Status.WRONG_OUTPUT), (form, r, c, wrong, v.reason)
+    assert "hold together" in v.reason or honest, v.reason
+
+
 def test_a_size_the_check_chose_runs_every_distribution_and_the_values(softmax):
     # the online path (rows past MAX_BLOCK) runs only at the 8193 columns the crossings choose: there, as at a
     # bench-shaped size, every distribution runs, and -inf turns this one's row into NaN

@@ -433,3 +433,47 @@ def test_a_branch_taken_harmlessly_by_another_launch_is_still_crossed(softmax):
     # there: the rows are moved, since they feed `n`
     r = softmax.evaluate(covered("harmless_twice"))
     assert r.status is Status.WRONG_OUTPUT and '"rows":41' in r.reason, r.reason
+
+
+# -- paths that turn with a loop's iterations ---------------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "size"), [("wrong_from_the_fourth_block", 24577),
+                                           ("wrong_from_the_fourth_count", 32769)])
+def test_a_path_taken_from_a_later_iteration_is_reached_at_a_size_that_runs_it(softmax, name, size):
+    # the online pass runs two blocks at 8193 columns, the largest size the check otherwise chooses; the size that
+    # runs the iteration that turns the condition is solved from the loop (a counter: one iteration more than
+    # needed, whether it is read before or after its step)
+    r = softmax.evaluate(covered(name))
+    assert r.status is Status.WRONG_OUTPUT and f'"cols":{size},"rows":3' in r.reason, r.reason
+
+
+LOOPED = (ROOT / "evo" / "tasks" / "softmax" / "known_better.py").read_text().replace(
+    "        tl.store(y_ptr + row * stride_y + offs, (tl.exp(x - row_max) / total)"
+    ".to(y_ptr.dtype.element_ty), mask=mask)",
+    "        out = tl.exp(x - row_max) / total\n{step}        out = tl.where({condition}, out * {scale}, out)\n"
+    "        tl.store(y_ptr + row * stride_y + offs, out.to(y_ptr.dtype.element_ty), mask=mask)").replace(
+    "    for start in range(0, n_cols, BLOCK):\n        offs = start + tl.arange(0, BLOCK)\n"
+    "        mask = offs < n_cols",
+    "    it = 0\n    for start in range(0, n_cols, BLOCK):\n        offs = start + tl.arange(0, BLOCK)\n"
+    "        mask = offs < n_cols")
+
+
+@settings(max_examples=4, deadline=None, derandomize=True)
+@given(k=st.integers(2, 6), form=st.sampled_from(["start >= {k} * BLOCK", "start // BLOCK == {k}", "it > {k}",
+                                                   "it == {k}"]), honest=st.booleans())
+def test_a_path_split_at_any_iteration_is_caught_and_its_honest_twin_passes(softmax, k, form, honest):
+    assert "{condition}" in LOOPED and "it = 0" in LOOPED
+    step = "        it += 1\n" if form.startswith("it") else ""
+    source = LOOPED.replace("{step}", step).replace("{condition}", form.format(k=k)).replace(
+        "{scale}", "1.0" if honest else "0.99")
+    r = softmax.evaluate(Candidate.from_source(source))
+    assert r.status is (Status.OK if honest else Status.WRONG_OUTPUT), (k, form, r.reason)
+
+
+def test_a_branch_on_two_sizes_at_once_is_reached_and_meets_every_distribution_there(softmax):
+    # the branch needs rows past 40 and columns past 100 together: the crossings solve the size that holds both,
+    # and since it runs code no other size ran, every distribution runs there (a normal draw shows nothing)
+    r = softmax.evaluate(covered("drops_the_max_where_two_sizes_meet"))
+    assert r.status is Status.WRONG_OUTPUT and '{"cols":101,"rows":41}' in r.reason and "(wide)" in r.reason, r.reason
+    twin = softmax.evaluate(covered("keeps_the_max_where_two_sizes_meet"))
+    assert twin.ok and '{"cols":101,"rows":41}' in twin.reason, twin.reason

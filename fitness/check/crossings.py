@@ -17,6 +17,12 @@ size (`fitness.check.change_points.first_break`). Conditions and values are read
 function binds once, and in a kernel once more per launch site, with each parameter replaced by what the
 site passes (``half // 3000`` with ``rows // 2`` for ``half`` turns at 6000 rows).
 
+A condition in a loop's body on the loop's target or a counter it steps (``start >= 3 * BLOCK``, ``it > 3``)
+turns with the loop's iterations: the size at which the loop's end passes the first iteration that turns it is
+tried (`fitness.check.loops`). Conditions on several sizes that must hold together (a joined condition, a
+select nested in another's branch, a comparison under an ``if``) are tried where they all hold
+(`fitness.check.joint`).
+
 Which dimensions can change a condition's value is followed through the code (`fitness.check.feeds`): a
 softmax's ``if triton.next_power_of_2(cols) <= MAX_BLOCK`` is crossed at cols 8193 and not also at rows
 8193 (8193 programs in the interpreter), since no row count changes it. Where the code does not say (a
@@ -41,6 +47,8 @@ from evo.contracts.task import Size, Task, size_key
 from fitness.check.change_points import DOMAIN, change_points, first_break, is_condition, outcomes, values
 from fitness.check.feeds import GRID_CALLS, SHAPE_METHODS, Feeds, argument
 from fitness.check.fixed import reachable
+from fitness.check.joint import Joint, Part, conjunctions
+from fitness.check.loops import Loop, enclosing_loops, end_size, turning_ends
 from fitness.check.thresholds import LARGEST_THRESHOLD, MAX_ELEMENTS, base_size, constants, cost, value
 
 MAX_CROSSINGS = 8  # sizes tried per candidate; a kernel whose code turns at more is not verified
@@ -111,12 +119,15 @@ def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
     for fn in functions.values():
         if fn.name not in live:
             continue
+        loops = enclosing_loops(fn)
         for node in ast.walk(fn):
             if not isinstance(node, ast.expr):
                 continue
             condition = is_condition(node)
             if not condition and not _turns(node):
                 continue
+            if condition and loops.get(id(node)):
+                out += _loop_splits(node, fn, loops[id(node)], once, feeds, names)
             dims = feeds.of(fn.name, node) if feeds is not None else None
             if not condition and dims is not None and not dims:
                 continue  # a value no size changes (a condition is kept: the tests read which it is)
@@ -148,21 +159,51 @@ def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
                                for t in _opaque_thresholds(unknown, names, functions))
             # where no form was solved (more than one unknown: ``min((rows + cols) // 9000, 1)``), or past the values
             # a solved one is evaluated at (``rows > 3000000``), one past the fixed side
-            fixed = _fixed_turns(node, names) if not condition else [
-                t + 1 for t in _compared_with(node, names)] if isinstance(node, ast.Compare) else []
+            fixed = _fixed_turns(node, names) if not condition else _compared_with(node, names) if isinstance(
+                node, ast.Compare) else []
             out.extend(Split(node.lineno, False, past=t, dims=dims, valued=not condition, one=solved_any)
                        for t in fixed if not solved_any or (t >= DOMAIN - 1 and not data))
     return out
 
 
+def _loop_splits(node: ast.expr, fn: ast.FunctionDef, loops: list[Loop], once: dict[str, dict[str, ast.expr]],
+                 feeds: Feeds | None, names: dict[str, int]) -> list[Split]:
+    """A condition in a loop's body on the loop's target or a counter it steps (`fitness.check.loops`): the
+    size at which the loop runs the first iteration that turns it, along the dimensions that feed the loop's
+    end. Values fixed for the candidate are read through names bound once and through call sites (a kernel's
+    ``BLOCK`` is what its launch passes)."""
+
+    def fixed(e: ast.expr) -> int | None:
+        for form, _ in reversed(_forms(e, fn, once, feeds)):
+            v = value(form, names)
+            if v is not None:
+                return v
+        return None
+
+    out: list[Split] = []
+    local = _inline(node, once[fn.name])
+    for loop in loops:
+        for past in turning_ends(local, loop, fixed, names):
+            dims = feeds.of(fn.name, loop.end) if feeds is not None else None
+            for form, _ in reversed(_forms(loop.end, fn, once, feeds)):
+                size = end_size(form, names, past)
+                if size is not None:
+                    out.append(Split(node.lineno, False, past=size, dims=dims, one=True))
+                    break
+    return out
+
+
 def _compared_with(node: ast.Compare, names: dict[str, int]) -> list[int]:
-    """The fixed sides (1 .. `LARGEST_THRESHOLD`) of a comparison's pairs of one fixed and one other side."""
+    """Where each of a comparison's pairs of one fixed side t (1 .. `LARGEST_THRESHOLD`) and one other side
+    turns as the other side grows: ``n > t`` and ``n <= t`` at t + 1, ``n >= t``, ``n < t``, ``n == t`` and
+    ``n != t`` at t (a product of sizes compared ``>= 4096 * 4096`` is reached by the bench size 4096 x 4096)."""
     out = []
-    for a, b in itertools.pairwise([node.left, *node.comparators]):
+    for (a, b), op in zip(itertools.pairwise([node.left, *node.comparators]), node.ops, strict=True):
         va, vb = value(a, names), value(b, names)
         t = va if vb is None else vb
         if (va is None) != (vb is None) and t is not None and 1 <= t <= LARGEST_THRESHOLD:
-            out.append(t)
+            after = isinstance(op, (ast.Gt, ast.LtE)) if vb is not None else isinstance(op, (ast.Lt, ast.GtE))
+            out.append(t + 1 if after else t)
     return out
 
 
@@ -351,12 +392,18 @@ class Crossing(NamedTuple):
     change: int
     line: int
     turn: bool
+    joint: bool = False  # a size at which conditions hold together (`fitness.check.joint`)
 
     def why(self, lines: list[str]) -> str:
+        if self.joint:
+            return f"which the check chose {self.where(lines)}"
         return f"which the check chose to reach {self.change}, {self.where(lines)}"
 
     def where(self, lines: list[str]) -> str:
         text = lines[self.line - 1].strip() if 0 < self.line <= len(lines) else ""
+        if self.joint:
+            return (f"where the condition on line {self.line} ({text}) and the conditions its path sits under "
+                    "hold together, as at no check size")
         if self.turn:
             return f"where the value on line {self.line} ({text}) turns, unlike at every check size"
         return f"where the condition on line {self.line} ({text}) takes an outcome no check size gave it"
@@ -401,5 +448,64 @@ def crossing_sizes(task: Task, candidate: Candidate) -> Crossings:
                 found[key] = crossing
             elif not any(int(b.get(dim, 0)) >= at or (not split.exact and cost(b) >= at) for b in task.bench_sizes):
                 beyond[key] = crossing
+    for crossing in joint_crossings(task, candidate, feeds):
+        key = size_key(crossing.size)
+        if key in known or key in found or key in beyond:
+            continue
+        if cost(crossing.size) <= MAX_ELEMENTS:
+            found[key] = crossing
+        else:
+            beyond[key] = crossing
     ranked = sorted(found.values(), key=lambda f: cost(f.size))
     return Crossings(ranked[:MAX_CROSSINGS], max(len(ranked) - MAX_CROSSINGS, 0), list(beyond.values()))
+
+
+def joint_crossings(task: Task, candidate: Candidate, feeds: Feeds) -> list[Crossing]:
+    """Sizes at which conditions on sizes and indices that no check size holds together do
+    (`fitness.check.joint`): one per conjunction, from the base size (from the smallest check size where
+    that costs more than the check affords); none where a check size, or a bench size past the check's
+    reach, holds them already."""
+    base, _ = base_size(task)
+    smallest = min(task.check_sizes, key=cost)
+    names = constants(candidate, feeds.tree)
+    functions = {fn.name: fn for fn in feeds.tree.body if isinstance(fn, ast.FunctionDef)}
+    once = {name: _bound_once(fn) for name, fn in functions.items()}
+    assigned = {name: _assignments(fn) for name, fn in functions.items()}
+    out: dict[str, Crossing] = {}
+    for name in reachable(feeds.tree):
+        fn = functions[name]
+        for line, literals in conjunctions(fn):
+            parts = [p for p in (_part(c, outcome, fn, once, assigned, feeds, names) for c, outcome in literals)
+                     if p is not None]
+            joint = Joint(parts)
+            if not joint.joint or any(joint.holds_at(s) for s in task.check_sizes):
+                continue
+            size = joint.size_from(base)
+            if cost(size) > MAX_ELEMENTS:
+                size = joint.size_from(smallest)
+            if cost(size) > MAX_ELEMENTS and any(joint.holds_at(b) for b in task.bench_sizes):
+                continue
+            out.setdefault(size_key(size), Crossing(size, 0, line, False, joint=True))
+    return list(out.values())
+
+
+def _part(c: ast.expr, outcome: bool, fn: ast.FunctionDef, once: dict[str, dict[str, ast.expr]],
+          assigned: dict[str, dict[str, list[str]]], feeds: Feeds, names: dict[str, int]) -> Part | None:
+    """The condition `c` of `fn` wanted to take `outcome`, as a part of a conjunction: solved over its one
+    unknown (read through names bound once, and through a call site's arguments, the last form that solves),
+    moved by one dimension; None for a condition on data, on several unknowns or dimensions, or fixed."""
+    for form, scope in reversed(_forms(c, fn, once, feeds)):
+        solved = outcomes(form, names)
+        if solved is None:
+            continue
+        truth, unknown = solved
+        if _data(unknown, assigned[scope]):
+            return None
+        # the unknown's own dimensions first: a name's include every test a jump in its function sits under
+        dims = feeds.of(scope, parse_expression(unknown).body)
+        if len(dims) != 1:
+            dims = feeds.of(fn.name, c)
+        if len(dims) != 1:
+            return None
+        return Part(truth if outcome else ~truth, _is_index(unknown, assigned[scope]), next(iter(dims)), unknown)
+    return None

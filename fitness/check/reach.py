@@ -6,7 +6,9 @@ branch for rows wider than the tuned BLOCK, a loop body for a second tile along 
 one dimension of a small check size at a time (the dimensions that differ among the task's check and
 bench sizes) to values around the thresholds a kernel's paths turn on: its integer meta-parameters and
 the integer literals of its code (one past each, one short, two blocks and one more), and the bench
-value. Thresholds named by the conditions of unreached branches come first, then the cheapest sizes.
+value. The sizes the crossings solve for the conditions of unreached branches come first (where they
+turn on several dimensions at once, or with a loop's iterations: `fitness.check.joint`,
+`fitness.check.loops`), then the thresholds those conditions name, then the cheapest sizes.
 Each size runs as a check case (the reference compared, the race sanitizer on): a wrong result there is
 the kernel's verdict, at a size the check chose. Then, reached or not by a line of its own, each
 threshold the code compares with is crossed (`fitness.check.crossings`).
@@ -27,7 +29,8 @@ from fitness.check.thresholds import MAX_ELEMENTS, base_size, cost, thresholds
 
 MAX_SIZES = 8  # sizes tried per candidate, beyond the check's own
 
-Check = Callable[[Size, Observed], Evaluation]
+FIRST, REST, ALL = "first", "rest", "all"  # which of a chosen size's cases a check runs
+Check = Callable[[Size, Observed, str], Evaluation]  # (size, what runs show, FIRST, REST or ALL of its cases)
 
 
 def search_sizes(task: Task, candidate: Candidate, missing: list[Point]) -> list[Size]:
@@ -38,6 +41,11 @@ def search_sizes(task: Task, candidate: Candidate, missing: list[Point]) -> list
     near, other = thresholds(candidate, {p.line for p in missing})
     known = {size_key(s) for s in task.check_sizes}
     ranked: list[tuple[int, int, str]] = []
+    # the sizes the crossings solve for the conditions of unreached branches first: where they turn on several
+    # dimensions at once, or with a loop's iterations, no threshold moved alone reaches them
+    lines = {p.line for p in missing}
+    ranked += [(-1, 0, json.dumps(c.size, sort_keys=True)) for c in crossing_sizes(task, candidate).sizes
+               if c.line in lines]
     for rank, group in enumerate((near, other)):
         for t in group:
             for dim in free:
@@ -64,18 +72,24 @@ def search_sizes(task: Task, candidate: Candidate, missing: list[Point]) -> list
 
 def reach(candidate: Candidate, task: Task, ev: Evaluation, observed: Observed, check: Check) -> Evaluation:
     """`ev` (a passing full check whose runs reached what `observed` holds) once every required point of
-    the candidate ran: sizes are drawn to reach what the check cases did not (`check(size, observed)` runs
-    one as a check case, adding what it shows to `observed`), then sizes past the thresholds the code
+    the candidate ran: sizes are drawn to reach what the check cases did not (`check(size, observed, which)` runs
+    one as a check case, adding what it shows to `observed`: its first case, then the rest, every other
+    distribution there, where it reached code no other size ran), then sizes past the thresholds the code
     compares with (`fitness.check.crossings`). A failure at such a size is the verdict; a point that still
     never ran makes the kernel ``unsafe``: code the check never ran is not verified."""
     lines = candidate.source.splitlines()
     missing = _lines(unreached(candidate.source, observed.probes))
     tried: list[str] = []
+    complete: set[str] = set()  # the sizes tried whose every case ran
     if missing:
         for size in search_sizes(task, candidate, missing)[:MAX_SIZES]:
             target = missing[0].describe(lines)
-            r = check(size, observed)
+            r = check(size, observed, FIRST)
             tried.append(size_key(size))
+            reached = _lines(unreached(candidate.source, observed.probes))
+            if r.ok and len(reached) < len(missing):  # it ran code no other size ran: every distribution there
+                r = check(size, observed, REST)
+                complete.add(size_key(size))
             if not r.ok:
                 return _failed_at(ev, r, size, f"which the check chose to reach {target} (no check case ran it)")
             missing = _lines(unreached(candidate.source, observed.probes))
@@ -90,18 +104,18 @@ def reach(candidate: Candidate, task: Task, ev: Evaluation, observed: Observed, 
                 "meta-parameter or a literal alone is dead code and does not count)"))
     crossed: list[str] = []
     crossings = crossing_sizes(task, candidate)
-    for crossing in crossings.sizes:
-        if size_key(crossing.size) in tried:
-            continue
-        r = check(crossing.size, observed)
-        crossed.append(size_key(crossing.size))
-        if not r.ok:
-            return _failed_at(ev, r, crossing.size, crossing.why(lines))
-    if crossings.beyond:
+    if crossings.beyond:  # said before the other sizes run: none of them would change it
         c = crossings.beyond[0]
         return ev.with_(status=Status.UNSAFE, reason=(
             f"its code takes another path at {size_key(c.size)}, {c.where(lines)}: past the {MAX_ELEMENTS} elements "
             "a check case affords and every bench size, and a path no run of the check reaches is not verified"))
+    for crossing in crossings.sizes:
+        if size_key(crossing.size) in complete:
+            continue
+        r = check(crossing.size, observed, REST if size_key(crossing.size) in tried else ALL)
+        crossed.append(size_key(crossing.size))
+        if not r.ok:
+            return _failed_at(ev, r, crossing.size, crossing.why(lines))
     if crossings.more:
         needed = len(crossings.sizes) + crossings.more
         return ev.with_(status=Status.UNSAFE, reason=(
