@@ -391,7 +391,8 @@ def test_a_path_split_past_the_check_sizes_or_on_a_special_value_is_caught(softm
 
 # a path that needs two sizes at once: no check size holds both, and one dimension moved at a time never does
 JOINT = {"joined": "(row > {r}) & (n_cols > {c})", "nested": "tl.where(row > {r}, n_cols > {c}, False)",
-         "programs": "(tl.num_programs(0) > {r}) & (n_cols > {c})"}
+         "programs": "(tl.num_programs(0) > {r}) & (n_cols > {c})",
+         "product": "(row > {r}).to(tl.int32) * (n_cols > {c}).to(tl.int32) == 1"}
 
 
 @settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])

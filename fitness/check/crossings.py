@@ -474,8 +474,8 @@ def joint_crossings(task: Task, candidate: Candidate, feeds: Feeds) -> list[Cros
     out: dict[str, Crossing] = {}
     for name in reachable(feeds.tree):
         fn = functions[name]
-        for line, literals in conjunctions(fn):
-            parts = [p for p in (_part(c, outcome, fn, once, assigned, feeds, names) for c, outcome in literals)
+        for line, literals in conjunctions(fn, _turns):
+            parts = [p for p in (_part(c, outcome, fn, once, assigned, feeds, names, task) for c, outcome in literals)
                      if p is not None]
             joint = Joint(parts)
             if not joint.joint or any(joint.holds_at(s) for s in task.check_sizes):
@@ -490,15 +490,18 @@ def joint_crossings(task: Task, candidate: Candidate, feeds: Feeds) -> list[Cros
 
 
 def _part(c: ast.expr, outcome: bool, fn: ast.FunctionDef, once: dict[str, dict[str, ast.expr]],
-          assigned: dict[str, dict[str, list[str]]], feeds: Feeds, names: dict[str, int]) -> Part | None:
+          assigned: dict[str, dict[str, list[str]]], feeds: Feeds, names: dict[str, int], task: Task) -> Part | None:
     """The condition `c` of `fn` wanted to take `outcome`, as a part of a conjunction: solved over its one
     unknown (read through names bound once, and through a call site's arguments, the last form that solves),
-    moved by one dimension; None for a condition on data, on several unknowns or dimensions, or fixed."""
+    moved by one dimension; None for a condition on data, on several unknowns or dimensions, or fixed. A value
+    that turns (`_turns`) is a part too: true where it differs from its value at the base size (at index 0 for
+    an index)."""
+    condition = is_condition(c)
     for form, scope in reversed(_forms(c, fn, once, feeds)):
-        solved = outcomes(form, names)
+        solved = outcomes(form, names) if condition else values(form, names)
         if solved is None:
             continue
-        truth, unknown = solved
+        found, unknown = solved
         if _data(unknown, assigned[scope]):
             return None
         # the unknown's own dimensions first: a name's include every test a jump in its function sits under
@@ -507,5 +510,9 @@ def _part(c: ast.expr, outcome: bool, fn: ast.FunctionDef, once: dict[str, dict[
             dims = feeds.of(fn.name, c)
         if len(dims) != 1:
             return None
-        return Part(truth if outcome else ~truth, _is_index(unknown, assigned[scope]), next(iter(dims)), unknown)
+        dim, index = next(iter(dims)), _is_index(unknown, assigned[scope])
+        if not condition:
+            at = 0 if index else int(base_size(task)[0].get(dim, 1))
+            found = found != found[min(at, DOMAIN - 1)]
+        return Part(found if outcome else ~found, index, dim, unknown)
     return None

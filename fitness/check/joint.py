@@ -3,7 +3,8 @@
 The crossings (`fitness.check.crossings`) move one dimension at a time past each threshold, so each
 comparison goes both ways; a path that needs two of them at once is still never run:
 ``tl.where((row > 5000) & (n_cols > 5000), wrong, y)``, a select nested in another's branch
-(``tl.where(row > 5000, tl.where(n_cols > 5000, wrong, y), y)``), a comparison inside ``if rows > 5000:``.
+(``tl.where(row > 5000, tl.where(n_cols > 5000, wrong, y), y)``), a comparison inside ``if rows > 5000:``,
+two conditions mixed by arithmetic (``(row > 5000) * (n_cols > 5000)``: every combination of their outcomes).
 Each such path is a *conjunction*: the conditions that lead to it (the enclosing ``if``/``while`` tests and
 select conditions, each with the outcome its branch takes) and the condition itself, with either outcome;
 conditions joined by ``&``/``and`` (or, negated, ``|``/``or``) are split into their parts.
@@ -18,7 +19,8 @@ dimension at once, are left out: the special values and the single crossings see
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import itertools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,53 +43,95 @@ class Part:
     unknown: str
 
 
-def conjunctions(fn: ast.FunctionDef) -> Iterator[tuple[int, list[Literal]]]:
+def conjunctions(fn: ast.FunctionDef, turns: Callable[[ast.expr], bool] = lambda _: False,
+                 ) -> Iterator[tuple[int, list[Literal]]]:
     """(line, conjunction) for each condition of `fn` with each of its outcomes, under the outcomes of the
-    conditions its branch sits under; only those of two parts or more."""
-    yield from _statements(fn.body, [])
+    conditions its branch sits under; only those of two parts or more. `turns`: whether an expression is a
+    value that can turn without a comparison (``min(n_cols // 1501, 1)``), which arithmetic mixes with
+    conditions as one more part (true: past its turn)."""
+    yield from _statements(fn.body, [], turns)
 
 
-def _statements(stmts: list[ast.stmt], guards: list[Literal]) -> Iterator[tuple[int, list[Literal]]]:
+def _statements(stmts: list[ast.stmt], guards: list[Literal], turns: Callable[[ast.expr], bool],
+                ) -> Iterator[tuple[int, list[Literal]]]:
     for s in stmts:
         if isinstance(s, (ast.If, ast.While)):
-            yield from _expression(s.test, guards, whole=True)
-            yield from _statements(s.body, guards + split(s.test, True))
-            yield from _statements(s.orelse, guards + split(s.test, False))
+            yield from _expression(s.test, guards, turns, whole=True)
+            yield from _together(s.test, guards, turns)
+            yield from _statements(s.body, guards + split(s.test, True), turns)
+            yield from _statements(s.orelse, guards + split(s.test, False), turns)
         elif isinstance(s, (ast.For, ast.With)):
             for e in [s.iter] if isinstance(s, ast.For) else [i.context_expr for i in s.items]:
-                yield from _expression(e, guards)
-            yield from _statements(s.body, guards)
-            yield from _statements(getattr(s, "orelse", []), guards)
+                yield from _expression(e, guards, turns)
+                yield from _together(e, guards, turns)
+            yield from _statements(s.body, guards, turns)
+            yield from _statements(getattr(s, "orelse", []), guards, turns)
         elif not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Try)):
             for child in ast.iter_child_nodes(s):
                 if isinstance(child, ast.expr):
-                    yield from _expression(child, guards)
+                    yield from _expression(child, guards, turns)
+                    yield from _together(child, guards, turns)
 
 
-def _expression(e: ast.expr, guards: list[Literal], whole: bool = False) -> Iterator[tuple[int, list[Literal]]]:
+MAX_TOGETHER = 4  # conditions of one expression taken in every combination of their outcomes (16 at most)
+
+
+def _together(e: ast.expr, guards: list[Literal], turns: Callable[[ast.expr], bool],
+              ) -> Iterator[tuple[int, list[Literal]]]:
+    """Every combination of the outcomes of the conditions (and values that turn) that meet in `e`
+    (``(row > 600) * (n_cols > 1500)``, a sum of two, such a product compared): arithmetic mixes them as a join
+    does. None where more than `MAX_TOGETHER` meet (each still goes both ways alone)."""
+    found: list[ast.expr] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.Lambda):
+            return
+        if isinstance(node, ast.Call) and call_name(node.func) == "where" and node.args:
+            visit(node.args[0])  # its branches sit under its condition (`_expression`)
+            return
+        inner = _compares_in(node)
+        if isinstance(node, ast.expr) and ((is_condition(node) and not (isinstance(node, ast.Compare) and inner))
+                                           or (turns(node) and not inner)):
+            found.append(node)  # a condition (a product of conditions compared is not one), a value that turns
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(e)
+    if not 2 <= len(found) <= MAX_TOGETHER:
+        return
+    for outcomes in itertools.product((True, False), repeat=len(found)):
+        yield e.lineno, guards + [p for c, o in zip(found, outcomes) for p in split(c, o)]
+
+
+def _expression(e: ast.expr, guards: list[Literal], turns: Callable[[ast.expr], bool], whole: bool = False,
+                ) -> Iterator[tuple[int, list[Literal]]]:
     """The conjunctions of the conditions in `e` (an ``if``'s test when `whole`), a select's branches under
-    its condition."""
+    its condition; a value that turns in a branch is a part there too (true: it has turned)."""
     if isinstance(e, ast.Call) and call_name(e.func) == "where" and len(e.args) == 3:
         c = e.args[0]
         yield from _both(c, guards)
-        yield from _expression(c, guards, whole=True)
-        yield from _expression(e.args[1], guards + split(c, True))
-        yield from _expression(e.args[2], guards + split(c, False))
+        yield from _expression(c, guards, turns, whole=True)
+        yield from _expression(e.args[1], guards + split(c, True), turns)
+        yield from _expression(e.args[2], guards + split(c, False), turns)
         return
     if is_condition(e):
         if whole or _joined(e) or guards:
             yield from _both(e, guards)
         return
+    if guards and turns(e) and not _compares_in(e):
+        yield from _both(e, guards)
+        return
     if isinstance(e, ast.IfExp):
         yield from _both(e.test, guards)
-        yield from _expression(e.body, guards + split(e.test, True))
-        yield from _expression(e.orelse, guards + split(e.test, False))
+        yield from _expression(e.body, guards + split(e.test, True), turns)
+        yield from _expression(e.orelse, guards + split(e.test, False), turns)
         return
     if isinstance(e, ast.Lambda):
         return
     for child in ast.iter_child_nodes(e):
         if isinstance(child, ast.expr):
-            yield from _expression(child, guards)
+            yield from _expression(child, guards, turns)
 
 
 def _both(c: ast.expr, guards: list[Literal]) -> Iterator[tuple[int, list[Literal]]]:
@@ -162,3 +206,8 @@ def _allowed(parts: list[Part]) -> np.ndarray | None:
         out[:int(first[0]) + 1] = False  # a size of n holds the indices 0 .. n - 1
     return out if out[1:].any() else None
 
+
+
+def _compares_in(node: ast.AST) -> bool:
+    """Whether a comparison sits inside `node` (below it)."""
+    return any(isinstance(n, ast.Compare) for n in ast.walk(node) if n is not node)
