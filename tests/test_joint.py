@@ -37,7 +37,7 @@ def launch(x, y, *, num_warps):
     _softmax[(rows,)](x, y, cols, x.stride(0), y.stride(0), BLOCK=triton.next_power_of_2(cols), num_warps=num_warps)
 '''
 
-# a path taken only where rows pass 600 and columns 1500 together, written eight ways
+# a path taken only where rows pass 600 and columns 1500 together, written nine ways
 PATHS = {
     "joined": "    y = tl.where((row > 600) & (n_cols > 1500), y * 0.99, y)",
     "nested selects": "    y = tl.where(row > 600, tl.where(n_cols > 1500, y * 0.99, y), y)",
@@ -46,6 +46,8 @@ PATHS = {
     "a select of conditions": "    y = tl.where(tl.where(row > 600, n_cols > 1500, False), y * 0.99, y)",
     "a product of conditions": "    y = y * (1.0 - 0.01 * (row > 600).to(tl.float32) * (n_cols > 1500).to(tl.float32))",
     "a product compared": "    y = tl.where((row > 600).to(tl.int32) * (n_cols > 1500).to(tl.int32) == 1, y * 0.99, y)",
+    "conditions named apart":
+        "    tall = row > 600\n    wide = n_cols > 1500\n    y = tl.where(tall & wide, y * 0.99, y)",
     "a value that turns in a branch":
         "    y = y * (1.0 - 0.01 * tl.where(row > 600, tl.minimum(n_cols // 1501, 1), 0))",
 }

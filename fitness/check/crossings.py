@@ -474,7 +474,7 @@ def joint_crossings(task: Task, candidate: Candidate, feeds: Feeds) -> list[Cros
     out: dict[str, Crossing] = {}
     for name in reachable(feeds.tree):
         fn = functions[name]
-        for line, literals in conjunctions(fn, _turns):
+        for line, literals in conjunctions(_read_through(fn, once[name]), _turns):
             parts = [p for p in (_part(c, outcome, fn, once, assigned, feeds, names, task) for c, outcome in literals)
                      if p is not None]
             joint = Joint(parts)
@@ -487,6 +487,22 @@ def joint_crossings(task: Task, candidate: Candidate, feeds: Feeds) -> list[Cros
                 continue
             out.setdefault(size_key(size), Crossing(size, 0, line, False, joint=True))
     return list(out.values())
+
+
+def _read_through(fn: ast.FunctionDef, once: dict[str, ast.expr]) -> ast.FunctionDef:
+    """A copy of `fn` in which each name it binds once to a condition is read as that condition: conditions
+    named apart (``tall = row > 600``, ``wide = n_cols > 1500``, ``tl.where(tall & wide, ...)``) are joined
+    again. (Other names are read through where each part is solved.)"""
+    mapping = {name: v for name, v in ((n, _inline(value, once)) for n, value in once.items()) if is_condition(v)}
+
+    class _Read(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            value = mapping.get(node.id)
+            return copy.deepcopy(value) if value is not None and isinstance(node.ctx, ast.Load) else node
+
+    out = _Read().visit(copy.deepcopy(fn))
+    assert isinstance(out, ast.FunctionDef)
+    return out
 
 
 def _part(c: ast.expr, outcome: bool, fn: ast.FunctionDef, once: dict[str, dict[str, ast.expr]],

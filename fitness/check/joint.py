@@ -4,7 +4,8 @@ The crossings (`fitness.check.crossings`) move one dimension at a time past each
 comparison goes both ways; a path that needs two of them at once is still never run:
 ``tl.where((row > 5000) & (n_cols > 5000), wrong, y)``, a select nested in another's branch
 (``tl.where(row > 5000, tl.where(n_cols > 5000, wrong, y), y)``), a comparison inside ``if rows > 5000:``,
-two conditions mixed by arithmetic (``(row > 5000) * (n_cols > 5000)``: every combination of their outcomes).
+two conditions mixed by arithmetic (``(row > 5000) * (n_cols > 5000)``: every combination of their outcomes),
+conditions named apart and joined later (``tall = row > 5000``, then ``tall & wide``).
 Each such path is a *conjunction*: the conditions that lead to it (the enclosing ``if``/``while`` tests and
 select conditions, each with the outcome its branch takes) and the condition itself, with either outcome;
 conditions joined by ``&``/``and`` (or, negated, ``|``/``or``) are split into their parts.
