@@ -474,9 +474,18 @@ def joint_crossings(task: Task, candidate: Candidate, feeds: Feeds) -> list[Cros
     out: dict[str, Crossing] = {}
     for name in reachable(feeds.tree):
         fn = functions[name]
+        solved: dict[tuple[str, bool], Part | None] = {}  # a condition recurs in many conjunctions: solved once
         for line, literals in conjunctions(_read_through(fn, once[name]), _turns):
-            parts = [p for p in (_part(c, outcome, fn, once, assigned, feeds, names, task) for c, outcome in literals)
-                     if p is not None]
+            parts = []
+            for c, outcome in literals:
+                key = (ast.dump(c), outcome)
+                if key not in solved:
+                    solved[key] = _part(c, outcome, fn, once, assigned, feeds, names, task)
+                part = solved[key]
+                if part is not None:
+                    parts.append(part)
+            if len({(p.dim, p.unknown) for p in parts}) < 2:
+                continue
             joint = Joint(parts)
             if not joint.joint or any(joint.holds_at(s) for s in task.check_sizes):
                 continue
