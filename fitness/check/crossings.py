@@ -480,14 +480,14 @@ def joint_crossings(task: Task, candidate: Candidate, feeds: Feeds) -> list[Cros
             for c, outcome in literals:
                 key = (ast.dump(c), outcome)
                 if key not in solved:
-                    solved[key] = _part(c, outcome, fn, once, assigned, feeds, names, task)
+                    solved[key] = _part(c, outcome, fn, once, assigned, feeds, names, base)
                 part = solved[key]
                 if part is not None:
                     parts.append(part)
-            if len({(p.dim, p.unknown) for p in parts}) < 2:
+            if len({(p.dim, p.unknown) for p in parts}) < 2:  # one unknown's: the single crossings' concern
                 continue
             joint = Joint(parts)
-            if not joint.joint or any(joint.holds_at(s) for s in task.check_sizes):
+            if not joint.possible or any(joint.holds_at(s) for s in task.check_sizes):
                 continue
             size = joint.size_from(base)
             if cost(size) > MAX_ELEMENTS:
@@ -515,7 +515,7 @@ def _read_through(fn: ast.FunctionDef, once: dict[str, ast.expr]) -> ast.Functio
 
 
 def _part(c: ast.expr, outcome: bool, fn: ast.FunctionDef, once: dict[str, dict[str, ast.expr]],
-          assigned: dict[str, dict[str, list[str]]], feeds: Feeds, names: dict[str, int], task: Task) -> Part | None:
+          assigned: dict[str, dict[str, list[str]]], feeds: Feeds, names: dict[str, int], base: Size) -> Part | None:
     """The condition `c` of `fn` wanted to take `outcome`, as a part of a conjunction: solved over its one
     unknown (read through names bound once, and through a call site's arguments, the last form that solves),
     moved by one dimension; None for a condition on data, on several unknowns or dimensions, or fixed. A value
@@ -537,7 +537,7 @@ def _part(c: ast.expr, outcome: bool, fn: ast.FunctionDef, once: dict[str, dict[
             return None
         dim, index = next(iter(dims)), _is_index(unknown, assigned[scope])
         if not condition:
-            at = 0 if index else int(base_size(task)[0].get(dim, 1))
+            at = 0 if index else int(base.get(dim, 1))
             found = found != found[min(at, DOMAIN - 1)]
         return Part(found if outcome else ~found, index, dim, unknown)
     return None

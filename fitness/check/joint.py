@@ -167,17 +167,16 @@ class Joint:
         self.allowed = {dim: _allowed([p for p in parts if p.dim == dim]) for dim in {p.dim for p in parts}}
 
     @property
-    def joint(self) -> bool:
-        """Whether its parts move two dimensions or unknowns at least, and some size holds them all."""
-        return len({(p.dim, p.unknown) for p in self.parts}) >= 2 and all(
-            a is not None for a in self.allowed.values())
+    def possible(self) -> bool:
+        """Whether some size holds every part."""
+        return all(a is not None for a in self.allowed.values())
 
     def holds_at(self, size: Size) -> bool:
         return all(a is not None and _at(a, size.get(dim)) for dim, a in self.allowed.items())
 
     def size_from(self, base: Size) -> Size:
         """`base` with each dimension a part moves at the smallest value that holds its parts, where the base's
-        own value does not (`joint` holds)."""
+        own value does not (`possible` holds)."""
         out = dict(base)
         for dim, a in self.allowed.items():
             assert a is not None

@@ -23,7 +23,7 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.task import Size, Task, size_key
 from evo.contracts.verdict import Evaluation, Status
 from fitness.check.coverage import FALSE, TRUE, Point, unreached
-from fitness.check.crossings import MAX_CROSSINGS, crossing_sizes
+from fitness.check.crossings import MAX_CROSSINGS, Crossings, crossing_sizes
 from fitness.check.equivalence import Observed
 from fitness.check.thresholds import MAX_ELEMENTS, base_size, cost, thresholds
 
@@ -33,8 +33,9 @@ FIRST, REST, ALL = "first", "rest", "all"  # which of a chosen size's cases a ch
 Check = Callable[[Size, Observed, str], Evaluation]  # (size, what runs show, FIRST, REST or ALL of its cases)
 
 
-def search_sizes(task: Task, candidate: Candidate, missing: list[Point]) -> list[Size]:
-    """Sizes to try, best first (see the module docstring); none already among the check sizes."""
+def search_sizes(task: Task, candidate: Candidate, missing: list[Point], crossings: Crossings) -> list[Size]:
+    """Sizes to try, best first (see the module docstring); none already among the check sizes. `crossings`:
+    the candidate's (`crossing_sizes`)."""
     base, free = base_size(task)
     if not free:
         return []
@@ -44,8 +45,7 @@ def search_sizes(task: Task, candidate: Candidate, missing: list[Point]) -> list
     # the sizes the crossings solve for the conditions of unreached branches first: where they turn on several
     # dimensions at once, or with a loop's iterations, no threshold moved alone reaches them
     lines = {p.line for p in missing}
-    ranked += [(-1, 0, json.dumps(c.size, sort_keys=True)) for c in crossing_sizes(task, candidate).sizes
-               if c.line in lines]
+    ranked += [(-1, 0, json.dumps(c.size, sort_keys=True)) for c in crossings.sizes if c.line in lines]
     for rank, group in enumerate((near, other)):
         for t in group:
             for dim in free:
@@ -79,10 +79,11 @@ def reach(candidate: Candidate, task: Task, ev: Evaluation, observed: Observed, 
     never ran makes the kernel ``unsafe``: code the check never ran is not verified."""
     lines = candidate.source.splitlines()
     missing = _lines(unreached(candidate.source, observed.probes))
+    crossings = crossing_sizes(task, candidate)  # the line search tries some first, then every one is crossed
     tried: list[str] = []
     complete: set[str] = set()  # the sizes tried whose every case ran
     if missing:
-        for size in search_sizes(task, candidate, missing)[:MAX_SIZES]:
+        for size in search_sizes(task, candidate, missing, crossings)[:MAX_SIZES]:
             target = missing[0].describe(lines)
             r = check(size, observed, FIRST)
             tried.append(size_key(size))
@@ -103,7 +104,6 @@ def reach(candidate: Candidate, task: Task, ev: Evaluation, observed: Observed, 
                 "not verified, and users call kernels at sizes the check never drew (a condition on a "
                 "meta-parameter or a literal alone is dead code and does not count)"))
     crossed: list[str] = []
-    crossings = crossing_sizes(task, candidate)
     if crossings.beyond:  # said before the other sizes run: none of them would change it
         c = crossings.beyond[0]
         return ev.with_(status=Status.UNSAFE, reason=(
