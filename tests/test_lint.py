@@ -133,3 +133,29 @@ def test_an_autotuned_kernel_is_told_how_to_hand_its_configs_to_the_search():
     assert not result.ok
     text = "; ".join(result.problems)
     assert "decorator 'triton.autotune' is not allowed" in text and "in SPACE" in text, result
+
+
+def kernel_with(line: str, extra: str = "") -> str:
+    return ("import triton\nimport triton.language as tl\n" + extra + "\n\n@triton.jit\ndef _k(y_ptr, n):\n"
+            "    offs = tl.arange(0, 16)\n    y = tl.load(y_ptr + offs)\n" + line
+            + "    tl.store(y_ptr + offs, y)\n\n\nPARAMS = {}\n\n\ndef launch(x, y):\n    _k[(1,)](y, 16)\n")
+
+
+@pytest.mark.parametrize("line, extra", [
+    ("    y = tl.where(tl.rand(7, offs) < 1e-7, 0.0, y)\n", ""),  # wrong on one element in ten million
+    ("    y = y * (1 - tl.randint(7, offs) // 4294967000).to(tl.float32)\n", ""),  # the same with no comparison
+    ("    y = y + tl.randn(n, offs) * 0.0\n", ""),
+    ("    a, b, c, d = tl.randint4x(7, offs)\n", ""),
+    ("    y = y + tl.random.rand(7, offs) * 0.0\n", ""),
+    ("    y = y + r(7, offs) * 0.0\n", "from triton.language import rand as r\n"),
+])
+def test_random_numbers_are_refused(line, extra):
+    """A task's reference is deterministic, and a random value is one no input of the check can steer: a kernel
+    wrong where `tl.rand` falls below 1e-7 is right at every check size."""
+    result = lint(kernel_with(line, extra))
+    assert not result.ok
+    assert "rand" in result.reason() and "random numbers" in result.reason(), result.reason()
+
+
+def test_the_kernel_without_random_numbers_passes():
+    assert lint(kernel_with("    y = tl.where(offs < n, y, 0.0)\n")).ok, lint(kernel_with("")).reason()

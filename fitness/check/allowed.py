@@ -10,7 +10,8 @@ triton or torch release must not widen the contract by itself.
 
 from __future__ import annotations
 
-# triton.language: the public DSL (left out: inline assembly, block pointers, type internals)
+# triton.language: the public DSL (left out: inline assembly, block pointers, type internals, and random
+# numbers: `RANDOM`)
 _TL = """
 abs add advance arange argmax argmin associative_scan assume atomic_add atomic_and atomic_cas
 atomic_load atomic_max atomic_min atomic_or atomic_poll atomic_store atomic_xchg atomic_xor bfloat16
@@ -19,13 +20,19 @@ debug_barrier device_assert device_print div_rn dot dot_scaled dtype erf exp exp
 fdiv flip float16 float32 float64 float8e4b15 float8e4b8 float8e4nv float8e5 float8e5b16 floor fma
 full gather histogram int1 int16 int32 int64 int8 interleave join load load_tensor_descriptor log
 log2 make_tensor_descriptor map_elementwise max max_constancy max_contiguous maximum min minimum mul
-multiple_of num_programs pair_uniform_to_normal permute philox program_id rand rand4x randint
-randint4x randn randn4x range ravel reduce reduce_or reshape rsqrt sigmoid sin slice softmax sort
+multiple_of num_programs permute program_id
+range ravel reduce reduce_or reshape rsqrt sigmoid sin slice softmax sort
 split sqrt sqrt_rn squeeze static_assert static_print static_range store store_tensor_descriptor sub
-sum swizzle2d tensor tensor_descriptor topk trans tuple uint16 uint32 uint64 uint8 uint_to_uniform_float
+sum swizzle2d tensor tensor_descriptor topk trans tuple uint16 uint32 uint64 uint8
 umulhi unsqueeze view void where xor_sum zeros zeros_like TRITON_MAX_TENSOR_NUMEL PropagateNan.ALL
 PropagateNan.NONE
 """
+# random numbers: a task's reference is deterministic, so a kernel's output may not depend on them, and a
+# value no input holds is one the check cannot steer (`tl.rand(seed, offs) < 1e-7` goes one way at every check
+# size and the other somewhere in a user's tensor)
+RANDOM = frozenset(f"triton.language.{n}" for n in """
+pair_uniform_to_normal philox rand rand4x randint randint4x randn randn4x uint_to_uniform_float
+""".split())
 _TL_MATH = "abs ceil cos div_rn erf exp exp2 fdiv floor fma log log2 rsqrt sin sqrt sqrt_rn umulhi"
 _LIBDEVICE = """
 abs acos acosh add_rd add_rn add_ru add_rz asin asinh atan atan2 atanh brev byte_perm cbrt ceil clz

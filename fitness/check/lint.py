@@ -28,6 +28,7 @@ from fitness.check.allowed import (
     CHAINS,
     DEVICE_ALLOCATIONS,
     HOST_VALUE_ATTRS,
+    RANDOM,
     JIT_BUILTINS,
     JIT_VALUE_ATTRS,
     MODULES,
@@ -79,7 +80,11 @@ TENSOR_ONLY_IN_ANNOTATIONS = (" may appear only in annotations: torch.Tensor(...
                               "device=x.device))")
 
 
-def _torch_hint(module: str) -> str:
+def _hint(module: str, name: str) -> str:
+    """Why `name` (reached from `module`) is left off the allowlist, where a reason is worth saying."""
+    if name in RANDOM or name.startswith("triton.language.random."):
+        return (" (random numbers: the task's reference is deterministic, and a value no input holds is one the "
+                "check cannot steer to both sides of a comparison)")
     if module == "torch":
         return " (candidates compute with Triton kernels; torch is for allocation, dtypes and device queries only)"
     if module == "triton":
@@ -186,7 +191,8 @@ class _Linter:
                 if mod == "typing":
                     self.typing_names.add(local)
             else:
-                self.add(node, f"import of {full!r} is not allowed (not on the allowlist of names)")
+                name = canonical(f"{MODULES[mod]}.{a.name}")
+                self.add(node, f"import of {full!r} is not allowed (not on the allowlist of names){_hint(mod, name)}")
 
     def collect_constant(self, node: ast.Assign | ast.AnnAssign) -> None:
         """A module-level assignment: names := a constant expression (literals, arithmetic, listed names)."""
@@ -265,7 +271,7 @@ class _Linter:
                     break
             else:
                 self.add(node, f"{written} is not allowed: {canonical('.'.join([module, *attrs]))} is not on the "
-                               "allowlist of names a candidate may use" + _torch_hint(module))
+                               "allowlist of names a candidate may use" + _hint(module, canonical(".".join([module, *attrs]))))
                 return
         for attr in rest:
             if attr not in values and not attr.startswith("_"):
