@@ -26,7 +26,7 @@ from evo.contracts.task import Case, Task, TaskError, size_key
 from evo.contracts.task_loader import build_task
 from evo.contracts.verdict import FULL, VERIFIED, Evaluation, Status
 from fitness.check.data_values import compared_values
-from fitness.check.equivalence import bench_check, check_equivalence
+from fitness.check.equivalence import bench_check, check_equivalence, odd_check
 from fitness.evaluate import Evaluator
 
 from .conftest import CANDIDATES, ROOT
@@ -191,14 +191,18 @@ def test_a_kernel_wrong_between_the_check_and_bench_sizes_is_found_by_a_size_dra
     task = softmax_task([{"rows": 8, "cols": 4096}])
     gaming = case_candidate("wrong_between_sizes")
     with Evaluator(task, SETTINGS, device="cpu", secret=3, **shared_workers(SETTINGS)) as ev:
-        assert ev.evaluate(gaming).ok  # right at every check size and at 4096 columns
+        # right at every check size and at 4096 columns; the check refuses it first now: its select's condition
+        # is true in no lane of any size it runs
+        r = ev.evaluate(gaming)
+        assert r.status is Status.UNSAFE and "never true in any lane" in r.reason, r.reason
         old_odd = Case(size_key({"rows": 8, "cols": 2054}), 0, 1, "normal")  # the old rule's only choice
         assert check_equivalence(ev.worker, task, gaming, [old_odd], Evaluation(gaming.id, task.key, "cpu",
                                  Status.CRASH), timeout=120, sanitize=True).ok
-        r = ev.evaluate(gaming, level=VERIFIED)
-        assert r.status is Status.WRONG_OUTPUT and "between the check and bench sizes" in r.reason, r.reason
+        # the layer behind it: a size drawn between the check and bench sizes, up to the bench's, is wrong
         [odd] = task.odd_cases(3)
         assert 2100 < odd.size["cols"] < 4096
+        r = odd_check(ev.worker, task, gaming, odd, SETTINGS, "cpu")
+        assert r.status is Status.WRONG_OUTPUT, r.reason
         twin = ev.evaluate(case_candidate("one_pass"), level=VERIFIED)
         assert twin.ok, twin.reason
 

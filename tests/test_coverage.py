@@ -154,7 +154,8 @@ def launch(x, lock, *, SPLITS):
     fixed = {p.key for p in found if p.text in ("ok", "tl.arange(0, 16) < SPLITS")}
     assert unreached(source, every - fixed) == []  # SPLITS is a meta-parameter: a lane's outcome is fixed
     sizes = {p.key for p in found if p.text == "offs < n"}
-    assert unreached(source, every - sizes) == []  # indices and sizes: the crossings' concern, not a value's
+    # indices and sizes too: judged once the crossings have run, a lane test that went one way is unverified
+    assert {(p.text, p.kind) for p in unreached(source, every - sizes)} == {("offs < n", TRUE), ("offs < n", FALSE)}
     statement = key(at, STMT)
     assert unreached(source, every - one_way - {statement})[0].kind == STMT  # the line first, not its condition
 
@@ -202,8 +203,8 @@ def test_a_select_on_a_number_made_of_a_size_is_met_with_that_number_and_its_twi
     r = softmax.evaluate(covered("select_on_a_row_max"))  # a reduction against it: placed as rows' maxima
     assert r.status is Status.WRONG_OUTPUT and "(values=" in r.reason, r.reason
     honest = softmax.evaluate(covered("select_on_a_size_bound"))
-    assert honest.ok and "every condition of its kernels on input values went both ways" in honest.reason, \
-        honest.reason
+    assert honest.ok and "every condition of its kernels on input values, indices and sizes went both ways" in \
+        honest.reason, honest.reason
 
 
 def test_a_select_whose_one_side_never_ran_is_refused_naming_its_condition(softmax):
@@ -477,3 +478,13 @@ def test_a_branch_on_two_sizes_at_once_is_reached_and_meets_every_distribution_t
     assert r.status is Status.WRONG_OUTPUT and '{"cols":101,"rows":41}' in r.reason and "(wide)" in r.reason, r.reason
     twin = softmax.evaluate(covered("keeps_the_max_where_two_sizes_meet"))
     assert twin.ok and '{"cols":101,"rows":41}' in twin.reason, twin.reason
+
+
+def test_a_lane_test_no_size_turned_is_not_verified_and_its_twin_that_turns_passes(softmax):
+    # `h == 777` on a hash of the row and the column: no crossing solves it, and no lane of the check hashes to
+    # 777; the twin (harmless) tests a hash the first lane holds (0), so both ways run, and it passes
+    wrong = covered("wrong_at_a_hashed_lane")
+    r = softmax.evaluate(wrong)
+    assert r.status is Status.UNSAFE and "the condition `h == 777` never true in any lane" in r.reason, r.reason
+    honest = softmax.evaluate(Candidate.from_source(wrong.source.replace("h == 777, 0.0, y", "h == 0, y * 1.0, y")))
+    assert honest.ok and "indices and sizes went both ways" in honest.reason, honest.reason

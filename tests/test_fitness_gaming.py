@@ -21,6 +21,7 @@ from evo.contracts.candidate import Candidate
 from evo.contracts.config import EvaluationConfig
 from evo.contracts.native_task import NativeTask
 from evo.contracts.verdict import Status
+from fitness.check.equivalence import bench_check
 from fitness.evaluate import Evaluator
 
 from .conftest import CANDIDATES, ROOT
@@ -87,9 +88,14 @@ def test_a_kernel_that_skips_zero_led_rows_meets_exact_zeros_in_the_check(softma
 
 
 def test_what_the_sample_stored_is_compared_and_one_wrong_row_fails_the_full_run(softmax: Evaluator):
-    r = softmax.evaluate(gaming("one_wrong_row_at_bench"), level="verified")
-    assert r.status is Status.WRONG_OUTPUT and "bench size" in r.reason, r.reason
-    assert "[200, " in r.reason or "200" in r.reason
+    # the check refuses it first: `row == bad_row` is true in no lane of any size it runs (at most 7 rows)
+    wrong = gaming("one_wrong_row_at_bench")
+    r = softmax.evaluate(wrong, level="verified")
+    assert r.status is Status.UNSAFE and "`row == bad_row` never true" in r.reason, r.reason
+    # and the layer behind it, the full run at the bench size, is wrong at row 200
+    case = softmax.task.bench_cases(softmax.secret)[0]
+    full = bench_check(softmax.worker, softmax.task, wrong, case, softmax.settings, softmax.device)
+    assert full.status is Status.WRONG_OUTPUT and "[200, " in full.reason, full.reason
 
 
 def test_a_timed_run_no_affordable_run_can_check_is_not_timed_and_says_why(shared_workers):

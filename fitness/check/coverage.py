@@ -23,13 +23,16 @@ are an if and an else for each element. So each comparison in a kernel (one oper
 of an ``if``/``while``, whose outcomes are the branch's points), each select's condition, each choice of a
 clip between floats and comparisons joined by ``&`` or ``|`` (a window) are a pair of
 points: true in some lane of some run, and false in some lane. They are required where their statement
-ran and the condition tests direct data (`fitness.check.data_flow`: a loaded value or arithmetic of it),
-unless it is fixed (`fitness.check.fixed.fixed_code`) or compares with an infinity or NaN written out (a guard the
-special values exercise where inputs can reach it). Conditions on indices and sizes are the crossings'
-concern, and one on a sum or another reduction is often a guard no valid input reaches for some
-meta-parameters (a split's weight ``l_i > 0`` with one split), unless it tests the sum for equality with a
-number other than zero or holds it between two bounds, which no guard does. The check places the values
-its kernels compare with (`fitness.check.data_values`) before it judges these.
+ran and the condition tests direct data (`fitness.check.data_flow`: a loaded value or arithmetic of it) or
+only indices and sizes, unless it is fixed (`fitness.check.fixed.fixed_code`) or compares with an infinity
+or NaN written out (a guard the special values exercise where inputs can reach it). The check places the
+values its kernels compare with (`fitness.check.data_values`) and crosses the thresholds of its conditions on
+sizes and indices (`fitness.check.crossings`) before it judges these: a lane test no size the check ran
+turned (``(row * 40503 + offs * 2654435) & 0xFFFFF == 777``, true for a handful of elements of a large
+tensor) leaves the other way unverified. One on a sum or another reduction is often a guard no valid input
+reaches for some meta-parameters (a split's weight ``l_i > 0`` with one split), and is not required unless
+it tests the sum for equality with a number other than zero or holds it between two bounds, which no guard
+does.
 """
 
 from __future__ import annotations
@@ -291,19 +294,20 @@ def unreached(source: str, seen: set[int]) -> list[Point]:
             dead |= {key(line, NOT_TAKEN)} | set(_keys(node.orelse))
         elif skipped and not taken:
             dead |= {key(line, TAKEN)} | set(_keys(node.body))
-    on_data = _on_direct_data(tree) - fixed.comparisons
+    judged = _judged(tree) - fixed.comparisons
     missing = [p for p in dict((p.key, p) for p in found).values() if p.required and p.key not in seen
                and p.key not in dead and (p.kind not in (TRUE, FALSE) or (key(p.stmt, STMT) in seen
-                                                                       and (p.line, p.col) in on_data))]
+                                                                       and (p.line, p.col) in judged))]
     return sorted(missing, key=lambda p: (p.kind != STMT, p.line, p.kind))  # a line first, then an outcome
 
 
-def _on_direct_data(tree: ast.Module) -> set[tuple[int, int]]:
-    """(line, column) of the comparisons and select conditions of kernels that test direct data
-    (`fitness.check.data_flow`): what an input's value decides. One on indices and sizes is the crossings'
-    concern; one on a sum or another reduction (a split's weight, a softmax's denominator) is often a
-    guard no valid input reaches, for some meta-parameters, and is not required, unless it tests the sum
-    for equality with a number other than zero (`_equal_to_a_number`) or holds it in a window (`_window`)."""
+def _judged(tree: ast.Module) -> set[tuple[int, int]]:
+    """(line, column) of the comparisons and select conditions of kernels that must go both ways: those that
+    test direct data (`fitness.check.data_flow`: what an input's value decides) or no data at all (indices and
+    sizes: what the sizes the check ran and crossed decide). One on a sum or another reduction (a split's
+    weight, a softmax's denominator) is often a guard no valid input reaches, for some meta-parameters, and is
+    not required, unless it tests the sum for equality with a number other than zero (`_equal_to_a_number`) or
+    holds it in a window (`_window`)."""
     out: set[tuple[int, int]] = set()
     for fn in tree.body:
         if not (isinstance(fn, ast.FunctionDef) and is_jit(fn)):
@@ -313,7 +317,8 @@ def _on_direct_data(tree: ast.Module) -> set[tuple[int, int]]:
         data = data_names(fn, is_launched=is_launched)
         for node in ast.walk(fn):
             out |= {(c.lineno, c.col_offset) for c in conditions(node)
-                    if reads(c, direct, direct=True) or _equal_to_a_number(c, data) or _window(c, data)}
+                    if reads(c, direct, direct=True) or not reads(c, data) or _equal_to_a_number(c, data)
+                    or _window(c, data)}
     return out
 
 

@@ -28,10 +28,10 @@ from fitness.check.allowed import (
     CHAINS,
     DEVICE_ALLOCATIONS,
     HOST_VALUE_ATTRS,
-    RANDOM,
     JIT_BUILTINS,
     JIT_VALUE_ATTRS,
     MODULES,
+    RANDOM,
     canonical,
 )
 from fitness.check.module_state import ModuleNames, state_problems
@@ -270,8 +270,9 @@ class _Linter:
                         self.add(node, f"{'.'.join([root.id, *attrs[:k]])}{TENSOR_ONLY_IN_ANNOTATIONS}")
                     break
             else:
-                self.add(node, f"{written} is not allowed: {canonical('.'.join([module, *attrs]))} is not on the "
-                               "allowlist of names a candidate may use" + _hint(module, canonical(".".join([module, *attrs]))))
+                name = canonical(".".join([module, *attrs]))
+                self.add(node, f"{written} is not allowed: {name} is not on the allowlist of names a candidate may "
+                               "use" + _hint(module, name))
                 return
         for attr in rest:
             if attr not in values and not attr.startswith("_"):

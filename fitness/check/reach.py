@@ -126,13 +126,13 @@ def reach(candidate: Candidate, task: Task, ev: Evaluation, observed: Observed, 
     if one_way:
         more = f" (and {len(one_way) - 1} more)" if len(one_way) > 1 else ""
         return ev.with_(status=Status.UNSAFE, reason=(
-            f"{one_way[0].describe(lines)}{more}: a condition on input values that went one way in every lane "
-            "of every run of the check (the values its code compares with included) leaves the other way "
-            "unverified, and users' inputs may take it"))
+            f"{one_way[0].describe(lines)}{more}: a condition that went one way in every lane of every run of "
+            "the check (the values its code compares with and the sizes its thresholds cross included) leaves "
+            "the other way unverified, and users' inputs may take it"))
     chosen = [*tried, *crossed]
     extra = f" (with {len(chosen)} size(s) the check chose: {', '.join(chosen)})" if chosen else ""
     return ev.with_(reason=f"{ev.reason}; every line of its code ran in the check, and every condition of its "
-                           f"kernels on input values went both ways{extra}")
+                           f"kernels on input values, indices and sizes went both ways{extra}")
 
 
 def _lines(points: list[Point]) -> list[Point]:

@@ -2,7 +2,8 @@
 the bench width. The check's widest rows have 2053 columns, and a size between the check and bench sizes
 used to be drawn up to a quarter of the bench width (1024): below the check's widest, so always 2054.
 Its thresholds reach the kernel as arguments computed from the input (``rows * 0 + 2100``), not as
-values fixed for the candidate, so no crossing of compared thresholds tries them: only a drawn size does."""
+values fixed for the candidate, so no crossing of compared thresholds tries them: only a drawn size does.
+The check refuses it first: its select's condition is true in no lane of any size the check runs."""
 
 import triton
 import triton.language as tl

@@ -1,7 +1,8 @@
 """Gaming sampling: right everywhere except row 200, which only bench sizes have (the check's rows are
 at most 7): a sample of programs misses it; a full run at the bench size does not. The row reaches the
 kernel as an argument computed from the input (``rows * 0 + 200``), not as a value fixed for the
-candidate, so no crossing of compared thresholds tries it."""
+candidate, so no crossing of compared thresholds tries it. The check refuses it first: its select's
+condition is true in no lane of any size the check runs."""
 
 import triton
 import triton.language as tl
