@@ -204,3 +204,15 @@ def test_every_candidate_of_a_run_is_sampled_at_the_same_programs(model: Model):
     assert all(r.latency_ms is not None for r in copies), [r.reason for r in copies]
     assert len({r.latency_ms for r in copies}) == 1, [r.latency_ms for r in copies]
     assert len({r.detail["sample_seed"] for r in copies}) == 1
+
+
+def test_work_hidden_in_a_few_programs_is_sampled_and_charged(model: Model):
+    # eight programs of 512 read 400 other rows each: 52 MB more than the 17 MB the others move, which the
+    # sample must run one of to charge
+    m = model("softmax")
+    heavy = Candidate.from_file(CANDIDATES / "latency" / "heavy_rare_programs.py")
+    twin = Candidate.from_source(heavy.source.replace("y.stride(0), 400,", "y.stride(0), 0,"))
+    assert twin.source != heavy.source
+    slow, fast = m.measure(heavy), m.measure(twin)
+    assert slow.latency_ms is not None and fast.latency_ms is not None, (slow.reason, fast.reason)
+    assert slow.latency_ms > 2 * fast.latency_ms, (slow.latency_ms, fast.latency_ms)

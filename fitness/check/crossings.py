@@ -44,6 +44,7 @@ import numpy as np
 from evo.contracts.candidate import Candidate
 from evo.contracts.syntax import parse_expression, parse_module
 from evo.contracts.task import Size, Task, size_key
+from fitness.check.bound_names import bound_once, inline, replace_names
 from fitness.check.change_points import DOMAIN, change_points, first_break, is_condition, outcomes, values
 from fitness.check.feeds import GRID_CALLS, SHAPE_METHODS, Feeds, argument
 from fitness.check.fixed import reachable
@@ -113,7 +114,7 @@ def compared(candidate: Candidate, feeds: Feeds | None = None) -> list[Split]:
     names = constants(candidate, tree)
     live = reachable(tree)
     functions = {fn.name: fn for fn in tree.body if isinstance(fn, ast.FunctionDef)}
-    once = {name: _bound_once(fn) for name, fn in functions.items()}
+    once = {name: bound_once(fn) for name, fn in functions.items()}
     assigned = {name: _assignments(fn) for name, fn in functions.items()}
     out: list[Split] = []
     for fn in functions.values():
@@ -181,7 +182,7 @@ def _loop_splits(node: ast.expr, fn: ast.FunctionDef, loops: list[Loop], once: d
         return None
 
     out: list[Split] = []
-    local = _inline(node, once[fn.name])
+    local = inline(node, once[fn.name])
     for loop in loops:
         for past in turning_ends(local, loop, fixed, names):
             dims = feeds.of(fn.name, loop.end) if feeds is not None else None
@@ -257,7 +258,7 @@ def _forms(node: ast.expr, fn: ast.FunctionDef, once: dict[str, dict[str, ast.ex
     site passes (read through the caller's names bound once): a kernel's ``tl.minimum(half // 3000, 1)``
     launched with ``rows // 2`` for ``half`` turns at 6000 rows, not 3000. Each with the function whose
     names it is written in."""
-    local = _inline(node, once[fn.name])
+    local = inline(node, once[fn.name])
     out = [(local, fn.name)]
     sites = feeds.sites.get(fn.name) if feeds is not None else None
     if not sites or fn.args.vararg or fn.args.kwarg or fn.args.posonlyargs:
@@ -274,20 +275,9 @@ def _forms(node: ast.expr, fn: ast.FunctionDef, once: dict[str, dict[str, ast.ex
             continue
         given = {name: argument(call, positional, name) for name in read}
         if all(v is not None for v in given.values()):
-            out.append((_replace(local, {k: _inline(v, once[caller]) for k, v in given.items() if v is not None}),
+            out.append((replace_names(local, {k: inline(v, once[caller]) for k, v in given.items() if v is not None}),
                         caller))
     return out
-
-
-def _replace(node: ast.expr, mapping: dict[str, ast.expr]) -> ast.expr:
-    """`node` with each name in `mapping` replaced by its expression (not read further); a new tree."""
-
-    class _Replace(ast.NodeTransformer):
-        def visit_Name(self, name: ast.Name) -> ast.expr:
-            value = mapping.get(name.id)
-            return copy.deepcopy(value) if value is not None and isinstance(name.ctx, ast.Load) else name
-
-    return _Replace().visit(copy.deepcopy(node))
 
 
 # operations through which a value can turn without a comparison: a step, a remainder, a clip, a cast
@@ -322,36 +312,6 @@ def _data(unknown: str, assigned: dict[str, list[str]]) -> bool:
     return _built_from(unknown, assigned, lambda _, tree: any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _DATA_CALLS
         for n in ast.walk(tree)))
-
-
-def _bound_once(fn: ast.FunctionDef) -> dict[str, ast.expr]:
-    """The local names of `fn` bound exactly once, by ``name = value`` (or ``a, b = x.shape``), with their
-    value: a condition or value reading them is read through them (``bad = rows // 5000`` then ``bad > 0``
-    is ``rows // 5000 > 0``)."""
-    stores: dict[str, int] = {}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            stores[node.id] = stores.get(node.id, 0) + 1
-        elif isinstance(node, ast.arg):
-            stores[node.arg] = stores.get(node.arg, 0) + 2  # a parameter is bound by every call
-    out: dict[str, ast.expr] = {}
-    for s in ast.walk(fn):
-        if not (isinstance(s, ast.Assign) and len(s.targets) == 1):
-            continue
-        t = s.targets[0]
-        if isinstance(t, ast.Name) and stores.get(t.id) == 1:
-            out[t.id] = s.value
-        elif isinstance(t, ast.Tuple) and isinstance(s.value, ast.Attribute) and s.value.attr == "shape":
-            for i, e in enumerate(t.elts):
-                if isinstance(e, ast.Name) and stores.get(e.id) == 1:
-                    out[e.id] = ast.Subscript(s.value, ast.Constant(i), ast.Load())
-    return out
-
-
-def _inline(node: ast.expr, once: dict[str, ast.expr], depth: int = 8) -> ast.expr:
-    """`node` with each name bound once replaced by its value (to `depth` levels); a new tree."""
-    read = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in once}
-    return _replace(node, {name: _inline(once[name], once, depth - 1) for name in read} if depth else {})
 
 
 def _assignments(fn: ast.FunctionDef) -> dict[str, list[str]]:
@@ -469,7 +429,7 @@ def joint_crossings(task: Task, candidate: Candidate, feeds: Feeds) -> list[Cros
     smallest = min(task.check_sizes, key=cost)
     names = constants(candidate, feeds.tree)
     functions = {fn.name: fn for fn in feeds.tree.body if isinstance(fn, ast.FunctionDef)}
-    once = {name: _bound_once(fn) for name, fn in functions.items()}
+    once = {name: bound_once(fn) for name, fn in functions.items()}
     assigned = {name: _assignments(fn) for name, fn in functions.items()}
     out: dict[str, Crossing] = {}
     for name in reachable(feeds.tree):
@@ -502,7 +462,7 @@ def _read_through(fn: ast.FunctionDef, once: dict[str, ast.expr]) -> ast.Functio
     """A copy of `fn` in which each name it binds once to a condition is read as that condition: conditions
     named apart (``tall = row > 600``, ``wide = n_cols > 1500``, ``tl.where(tall & wide, ...)``) are joined
     again. (Other names are read through where each part is solved.)"""
-    mapping = {name: v for name, v in ((n, _inline(value, once)) for n, value in once.items()) if is_condition(v)}
+    mapping = {name: v for name, v in ((n, inline(value, once)) for n, value in once.items()) if is_condition(v)}
 
     class _Read(ast.NodeTransformer):
         def visit_Name(self, node: ast.Name) -> ast.expr:

@@ -64,6 +64,13 @@ class LaunchCounts:
     unique_bytes_per_program: float = 0.0
     dot_min_m: int = 0  # smallest M of any tl.dot (wgmma needs 64 per warp group)
     hot_atomics: float = 0.0  # atomic updates of the most updated address, over the grid (they serialize)
+    # the most any one sampled program did of each (a grid finishes with its longest program)
+    longest_rounds_dram: float = 0.0
+    longest_rounds_reuse: float = 0.0
+    longest_rounds_pipelined: float = 0.0
+    longest_reductions: float = 0.0
+    longest_warp_instructions: float = 0.0
+    longest_l2_bytes: float = 0.0  # loads and stores one program requests (its SM's path to L2 carries them)
     sampled_programs: int = 0
     repeats: int = 1  # identical launches in one call (counted once, timed `repeats` times)
     spec: int = 0  # index of its compiled specialization (`fitness.latency.interp_profile.compile_spec`)

@@ -8,6 +8,8 @@ compute with torch), the launches run in their order, each on a sample of its pr
 
 - a launch whose sampled programs store nothing at all runs more programs, drawn at random, until
   one does or every program has run (work cannot hide in programs the sample skips);
+- every path the program id decides (``if row % 64 == 37:``, a loop whose trips depend on it) has a
+  sampled program, weighted for the programs that take it (`fitness.latency.paths`);
 - a launch identical to an earlier one (same kernel, grid, options, scalar arguments and the same
   contents of every tensor argument) would compute the same thing again: it is counted as a repeat
   without running; anything else runs, however many launches there are;
@@ -33,6 +35,7 @@ import numpy as np
 from fitness.latency.counts import BufferTraffic, LaunchCounts
 from fitness.latency.interp_hooks import Buffer, BufferCount, MemoryState, ProgramCounts, Recorder
 from fitness.latency.interp_wrap import wrap_bool, wrap_builder_method, wrap_reduce
+from fitness.latency.paths import kernel_tree, path_labels, stratified, with_strata
 from fitness.latency.sampling import (
     Pid,
     draw_points,
@@ -329,10 +332,14 @@ class LaunchProfiler:
         stages = int(launch.options.get("num_stages", 3))
         rec = Recorder(self._buffers(launch), warps, self.filename, self.memory,
                        loop_full=self.settings.loop_full, initialized=initialized)
+        labels: dict[int, Any] = {}
         if self.settings.every_program:
             samples = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
         else:
-            samples = sample_programs(grid, points, full_axes=full_axes)
+            # a program of every path the program id decides: work cannot hide in programs the sample skips
+            tree = kernel_tree(fn.fn)
+            labels = path_labels(tree, bound, grid) if tree is not None else {}
+            samples = with_strata(sample_programs(grid, points, full_axes=full_axes), labels, self.rng)
         rewritten = fn.rewrite()
         patches = _install(rec, fn.fn.__globals__)
         scope = interp._patch_lang(fn.fn)  # our wrapper: language patched, then our range and bool
@@ -385,7 +392,7 @@ class LaunchProfiler:
             patches.restore()
         out.notes |= rec.notes
         out.unmodelled |= rec.unmodelled
-        scales = program_scales([p for p, _ in records], grid)
+        scales = stratified(program_scales([p for p, _ in records], grid), labels)
         writes = sum(r.stored_outputs * scales[p] for p, r in records)
         ops = sum(r.ops * scales[p] for p, r in records)
         return (_extrapolate(fn.__name__, grid, warps, stages, rec.buffers, records, scales, distances),
@@ -447,6 +454,13 @@ def _extrapolate(kernel: str, grid: Pid, warps: int, stages: int, buffers: list[
         unique_bytes_per_program=_sum(weighted, lambda r: sum(c.unique for c in r.buffers.values())) / total,
         dot_min_m=min((r.dot_min_m for r, _ in weighted if r.dot_min_m), default=0),
         hot_atomics=_hot_atomics(weighted),
+        longest_rounds_dram=max((rounds(r, "dram") for r, _ in weighted), default=0.0),
+        longest_rounds_reuse=max((rounds(r, "reuse") for r, _ in weighted), default=0.0),
+        longest_rounds_pipelined=max((rounds(r, "pipelined") for r, _ in weighted), default=0.0),
+        longest_reductions=max((float(r.reductions) for r, _ in weighted), default=0.0),
+        longest_warp_instructions=max((float(r.warp_instructions) for r, _ in weighted), default=0.0),
+        longest_l2_bytes=max((float(sum(b.requests + b.store_requests for b in r.buffers.values()))
+                              for r, _ in weighted), default=0.0),
         sampled_programs=len(records),
     )
 

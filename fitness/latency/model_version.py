@@ -20,6 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 MODEL_FILES = (
     "evo/contracts/gpus.py",
+    "fitness/check/bound_names.py",
+    "fitness/check/change_points.py",
     "fitness/latency/bench_tensors.py",
     "fitness/latency/counts.py",
     "fitness/latency/interp_hooks.py",
@@ -27,6 +29,7 @@ MODEL_FILES = (
     "fitness/latency/interp_wrap.py",
     "fitness/latency/model.py",
     "fitness/latency/ops.py",
+    "fitness/latency/paths.py",
     "fitness/latency/result.py",
     "fitness/latency/roofline.py",
     "fitness/latency/sampling.py",

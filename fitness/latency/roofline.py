@@ -23,7 +23,8 @@ bandwidth B_l2; latencies lat_dram and lat_l2). With W warps per program and P p
     L2 bytes    = every sector request (loads and stores) + spills: Sp * 32 W * 2 * (1 + rounds) * P
 
     t_dram  = DRAM bytes / B_dram              t_l2    = L2 bytes / B_l2
-    t_sm    = n * (L2 bytes / P) / (64 B * f)  the L2 -> SM path of the busiest SM
+    t_sm    = max(n * (L2 bytes / P), L2 bytes of the sampled program that moves the most) / (64 B * f)
+                                               the L2 -> SM path of the busiest SM
     t_tc    = n * (tensor FLOPs / P) / (peak_op * achievable * eff / N)
                   eff = 1 for wgmma (sm_90, W % 4 == 0, M >= 64), 0.6 for mma.sync on sm_90
     t_alu   = n * (float FLOPs / P) / (fp32 peak / N)
@@ -33,7 +34,9 @@ bandwidth B_l2; latencies lat_dram and lat_l2). With W warps per program and P p
               + rounds_pipelined * lat_dram / max(1, depth - 1)      depth: the compiled pipelining
               + reductions * 300 / f + (warp instructions / P / W) / f   (issue-limited)
               + (Sp > 0) * (rounds + 1) * lat_l2                   one program, start to end
-    t_lat   = waves * chain                     what too little parallelism costs
+    t_lat   = max(waves * chain, chain of the longest sampled program)
+                                                what too little parallelism costs (and one program
+                                                that does far more than the rest: the grid waits for it)
     t_atom  = hot atomics / f                   the atomic updates of the grid's most updated address
                                                 serialize: at most one per clock (a global counter)
 
@@ -172,23 +175,33 @@ def estimate_launch(c: LaunchCounts, res: KernelResources, gpu: GpuProfile) -> L
     tensor = sum(c.tensor_flops.values())
     t_tc = sum(v * per_sm / (gpu.tensor_rate(op) * gpu.tensor_achievable_fraction * tc_eff / gpu.sms)
                for op, v in c.tensor_flops.items())
-    chain = (
-        c.rounds_dram_per_program * gpu.dram_latency_s
-        + c.rounds_reuse_per_program * (gpu.l2_latency_s + miss_intra * (gpu.dram_latency_s - gpu.l2_latency_s))
-        + c.rounds_pipelined_per_program * gpu.dram_latency_s / max(1, res.pipeline_depth - 1)
-        + c.reductions_per_program * _REDUCTION_CYCLES / f
-        + c.warp_instructions / p / warps * _CPI / f
-        + (rounds + 1) * gpu.l2_latency_s * (spill > 0)
-    )
+
+    def chain_of(dram_rounds: float, reuse_rounds: float, pipelined_rounds: float, reductions: float,
+                 instructions: float) -> float:
+        """One program's time start to end, from its round trips, reductions and instructions (per warp)."""
+        return (
+            dram_rounds * gpu.dram_latency_s
+            + reuse_rounds * (gpu.l2_latency_s + miss_intra * (gpu.dram_latency_s - gpu.l2_latency_s))
+            + pipelined_rounds * gpu.dram_latency_s / max(1, res.pipeline_depth - 1)
+            + reductions * _REDUCTION_CYCLES / f
+            + instructions / warps * _CPI / f
+            + (dram_rounds + reuse_rounds + pipelined_rounds + 1) * gpu.l2_latency_s * (spill > 0)
+        )
+
+    chain = chain_of(c.rounds_dram_per_program, c.rounds_reuse_per_program, c.rounds_pipelined_per_program,
+                     c.reductions_per_program, c.warp_instructions / p)
+    longest = chain_of(c.longest_rounds_dram, c.longest_rounds_reuse, c.longest_rounds_pipelined,
+                       c.longest_reductions, c.longest_warp_instructions)
     terms = {
         "dram": dram / gpu.dram_achievable,
         "l2": l2 / gpu.l2_bandwidth,
-        "sm_path": l2 * per_sm / (gpu.sm_load_bytes_per_clock * f),
+        # the busiest SM's share, or the one program that moves the most: it runs on one SM whatever the rest do
+        "sm_path": max(l2 * per_sm, c.longest_l2_bytes) / (gpu.sm_load_bytes_per_clock * f),
         "tensor": t_tc,
         "alu": (c.alu_flops + c.fma_flops) * per_sm / (gpu.fp32_peak / gpu.sms),
         "sfu": c.sfu_ops * per_sm / (16 * f),
         "issue": c.warp_instructions * per_sm / (4 * f),
-        "latency": waves * chain,
+        "latency": max(waves * chain, longest),  # the grid is done no sooner than its longest program
         "atomics": c.hot_atomics / f,  # one update per clock at most to one address: they serialize in L2
     }
     body = sum(t**_P for t in terms.values()) ** (1 / _P)
