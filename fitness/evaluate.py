@@ -185,16 +185,19 @@ class Evaluator:
                                f"with or subtracts ({shown})")
 
     def _verify(self, candidate: Candidate, ev: Evaluation, observed: Observed | None) -> Evaluation:
-        """`ev` after a full run at every bench size. The model's own full run (first bench size) is
+        """`ev` after a full run at every bench size, and at sizes drawn between the check and bench sizes, under
+        each of the task's distributions (`Task.every_dist`). The model's own full run (first bench size) is
         not repeated; in the interpreter, a run the model estimates to exceed ``verify_timeout_s`` is
         not started: a ``timeout`` that says so (the candidate is not verified, so not ``ok``). Then every
         kernel specialization the check's runs launched (`observed`) must compile for the target GPU."""
         verification = ev.latency_detail.get("verification") or {}
         limit = self.settings.verify_timeout_s
-        for i, case in enumerate(self.task.bench_cases(self.secret)):
-            if i == 0 and verification.get("full_run"):
+        timed = self.task.bench_cases(self.secret)[:1]  # the model ran (and estimated) the first bench size's
+        for case in self.task.every_dist(self.task.bench_cases(self.secret)):
+            if case in timed and verification.get("full_run"):
                 continue
-            estimate = float(verification.get("full_run_estimate_s") or 0.0) if i == 0 else 0.0
+            estimate = float(verification.get("full_run_estimate_s") or 0.0) if (
+                timed and case.size_json == timed[0].size_json) else 0.0
             if self.device == "cpu" and estimate > limit:
                 return ev.with_(status=Status.TIMEOUT, reason=(
                     f"not verified at bench size {case.size_json}: a full run in the interpreter would take "
@@ -212,7 +215,7 @@ class Evaluator:
             if not full.ok:
                 return _failed(ev, full, f"at size {case.size_json}, between the check and bench sizes (drawn "
                                          f"for this verification)")
-        between = f" and {len(odd)} size(s) between the check and bench sizes" if odd else ""
+        between = f" and {len({c.size_json for c in odd})} size(s) between the check and bench sizes" if odd else ""
         unrun = f" (the task's reference does not run at {', '.join(skipped)})" if skipped else ""
         compiled = ""
         if observed is not None and observed.specs:
@@ -222,8 +225,9 @@ class Evaluator:
             if refused is not None:
                 return ev.with_(status=refused[0], reason=refused[1])
             compiled = f"; all {len(observed.specs)} kernel specializations the check ran compile for the GPU"
+        dists = f", each under the task's {len(self.task.dists)} distributions" if len(self.task.dists) > 1 else ""
         return ev.with_(reason=f"{ev.reason}; verified in full at {len(self.task.bench_sizes)} bench size(s)"
-                               f"{between}{unrun}{compiled}")
+                               f"{between}{dists}{unrun}{compiled}")
 
     def _compiler(self) -> Worker:
         """A compile worker (no interpreter, no GPU): the latency model's or the shared one, else one of this
@@ -239,7 +243,7 @@ class Evaluator:
         """`Task.odd_cases` of this run's secret whose reference runs, and the sizes of those that do not
         (a task may accept only some sizes: that is no candidate's failure)."""
         runnable, skipped = [], []
-        for case in self.task.odd_cases(self.secret):
+        for case in self.task.every_dist(self.task.odd_cases(self.secret)):
             try:
                 self.task.case_data(case)
             except Exception:  # the reference's own limits, not the candidate's

@@ -98,6 +98,21 @@ def test_what_the_sample_stored_is_compared_and_one_wrong_row_fails_the_full_run
     assert full.status is Status.WRONG_OUTPUT and "[200, " in full.reason, full.reason
 
 
+def test_a_bench_size_is_verified_under_every_distribution_of_the_task(softmax: Evaluator):
+    # zeroing one element is within tolerance under the peaked "wide" draw, and wrong under "normal": the bench
+    # size is verified under both, whichever one the secret times
+    wrong = gaming("one_small_element_at_bench")
+    r = softmax.evaluate(wrong, level="verified")
+    assert r.status is Status.WRONG_OUTPUT and '{"cols":2739,"rows":230}' in r.reason, r.reason  # the check first
+    cases = softmax.task.every_dist(softmax.task.bench_cases(softmax.secret))
+    assert sorted(c.dist for c in cases) == ["normal", "wide"] and len({c.size_json for c in cases}) == 1
+    verdicts = {c.dist: bench_check(softmax.worker, softmax.task, wrong, c, softmax.settings, softmax.device)
+                for c in cases}
+    assert verdicts["wide"].ok, verdicts["wide"].reason
+    assert verdicts["normal"].status is Status.WRONG_OUTPUT and "[229, 2738]" in verdicts["normal"].reason, \
+        verdicts["normal"].reason
+
+
 def test_a_timed_run_no_affordable_run_can_check_is_not_timed_and_says_why(shared_workers):
     # every loop of the seed (512 columns in 128-wide chunks) is longer than the sample runs in full,
     # so nothing the sampled programs stored can be compared, and profiling every program is over the

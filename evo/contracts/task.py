@@ -172,6 +172,18 @@ class Task(ABC):
             out.append(Case(skey, 0, seed, self.dists[digest[4] % len(self.dists)]))
         return out
 
+    def every_dist(self, cases: list[Case]) -> list[Case]:
+        """`cases` (`bench_cases`, `odd_cases`), each followed by a draw of its size under each of the task's
+        other distributions (seeds derived from its own): what verification compares. One distribution can
+        leave most elements below the tolerance (a peaked softmax's near-zero values, which a wrong element
+        hides among); the others compare them."""
+        out: list[Case] = []
+        for case in cases:
+            out.append(case)
+            others = [d for d in self.dists if d != case.dist]
+            out += [Case(case.size_json, k, (case.seed + 7919 * k) & 0xFFFFFFFF, d) for k, d in enumerate(others, 1)]
+        return out
+
     def odd_cases(self, secret: int) -> list[Case]:
         """One case per bench size at a size between the check sizes and it (`evo.contracts.odd_sizes`),
         drawn from a seed derived from `secret`; none for a bench size no larger than the check sizes."""
