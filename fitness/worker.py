@@ -110,10 +110,11 @@ def main() -> None:
         torch.cuda.init()
         install_clock()
     elif not args.compile_only:
-        from fitness.sandbox import addresses, interp_compat, interp_speed
+        from fitness.sandbox import addresses, interp_compat, interp_speed, interp_undefined
 
         interp_compat.install()  # the interpreter computes what a GPU would (see its docstring)
         addresses.install()  # and kernels may not read addresses
+        interp_undefined.install()  # nor compute what a GPU leaves undefined
         interp_speed.install()  # last: it lists the builtins the patches above leave
     _exit_with_parent()  # before the memory limit: the thread's stack counts against it
     if args.memory_mb and args.device == "cpu":

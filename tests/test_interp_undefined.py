@@ -1,0 +1,76 @@
+"""What a GPU leaves undefined is `unsafe` in the check (`fitness.sandbox.interp_undefined`): integer division and
+remainder by zero, shifts by the operand's width or more, float-to-integer casts out of range. The interpreter
+computes a number for each (numpy's 0, the smallest integer), which a check would verify, and a GPU another."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from evo.contracts.candidate import Candidate
+from evo.contracts.config import EvaluationConfig, LatencyMode
+from evo.contracts.native_task import NativeTask
+from evo.contracts.verdict import Status
+from fitness.evaluate import Evaluator
+
+from .conftest import ROOT
+
+SOFTMAX = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax(x_ptr, y_ptr, n_cols, stride_x, stride_y, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * stride_x + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, axis=0))
+    y = e / tl.sum(e, axis=0)
+    %s
+    tl.store(y_ptr + row * stride_y + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+PARAMS = {"num_warps": 4}
+
+
+def launch(x, y, *, num_warps):
+    rows, cols = x.shape
+    _softmax[(rows,)](x, y, cols, x.stride(0), y.stride(0), BLOCK=triton.next_power_of_2(cols), num_warps=num_warps)
+'''
+
+
+@pytest.fixture(scope="module")
+def softmax(shared_workers) -> Iterator[Evaluator]:
+    task = NativeTask(ROOT / "evo" / "tasks" / "softmax")
+    task.check_sizes = [{"rows": 1, "cols": 1}, {"rows": 3, "cols": 17}]
+    task.bench_sizes = [{"rows": 4, "cols": 256}]
+    settings = EvaluationConfig(timeout_s=60.0, latency=LatencyMode.OFF)
+    with Evaluator(task, settings, device="cpu", secret=5, **shared_workers(settings)) as ev:
+        yield ev
+
+
+@pytest.mark.parametrize("line, words", [
+    # zero in the interpreter (y unchanged), all ones or anything on a GPU (y zeroed)
+    ("y = y * (1 + n_cols // (n_cols * 0)).to(tl.float32)", "integer division by zero"),
+    ("y = y * (1 + (offs + 5) % (offs * 0)).to(tl.float32)", "integer remainder by zero"),
+    ("y = y * (1 + (row << (n_cols * 0 + 32))).to(tl.float32)", "shifts a 32-bit integer"),
+    ("y = y * (1 + (row >> (n_cols - n_cols - 1))).to(tl.float32)", "shifts a 32-bit integer"),
+    # an infinity cast to int32 (the row's -inf masked lanes are loaded, whatever the mask)
+    ("y = y + (x * 0.0).to(tl.int32).to(tl.float32)", "casts a float that a int32 cannot hold"),
+])
+def test_an_operation_a_gpu_leaves_undefined_is_unsafe(softmax, line, words):
+    r = softmax.evaluate(Candidate.from_source(SOFTMAX % line))
+    assert r.status is Status.UNSAFE and words in r.reason, r.reason
+
+
+@pytest.mark.parametrize("line", [
+    "y = y * (1 + n_cols // (n_cols * 0 + 7) * 0).to(tl.float32)",
+    "y = y * (1 + (row << 31) * 0).to(tl.float32)",
+    "y = y + ((offs.to(tl.float32) * 0.5).to(tl.int32) * 0).to(tl.float32)",  # what an int32 holds
+])
+def test_its_defined_twin_passes(softmax, line):
+    r = softmax.evaluate(Candidate.from_source(SOFTMAX % line))
+    assert r.ok, r.reason
