@@ -72,3 +72,9 @@ def test_strata_past_the_cap_are_shared_smallest_first():
     after = stratified(before, label)
     assert sum(after.values()) == pytest.approx(sum(before.values()))
     assert len(set(np.round(list(after.values()), 6))) == 1  # each stands for as many: one program, shared
+
+
+def test_an_axis_past_the_evaluator_s_domain_is_left_to_the_sample():
+    from fitness.check.change_points import DOMAIN
+
+    assert labels_of("    if row % 64 == 37:\n        x += 1\n", (DOMAIN + 1, 1, 1)) == {}

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from fitness.check.bound_names import bound_once, inline
-from fitness.check.change_points import values
+from fitness.check.change_points import DOMAIN, values
 from fitness.latency.sampling import Pid
 
 MAX_STRATA = 32  # strata per axis given a sample of their own, the smallest first
@@ -54,7 +54,7 @@ def path_labels(fn: ast.FunctionDef, args: dict[str, Any], grid: Pid) -> dict[in
         if len(axes) != 1:
             continue
         axis = axes.pop()
-        if grid[axis] < 2:
+        if not 2 <= grid[axis] <= DOMAIN:  # past the evaluator's domain: sampled as before
             continue
         got = values(e, names, first=grid[axis])
         if got is None or got[1] != _PID.format(axis):
