@@ -488,3 +488,32 @@ def test_a_lane_test_no_size_turned_is_not_verified_and_its_twin_that_turns_pass
     assert r.status is Status.UNSAFE and "the condition `h == 777` never true in any lane" in r.reason, r.reason
     honest = softmax.evaluate(Candidate.from_source(wrong.source.replace("h == 777, 0.0, y", "h == 0, y * 1.0, y")))
     assert honest.ok and "indices and sizes went both ways" in honest.reason, honest.reason
+
+
+def test_a_guard_no_valid_size_turns_need_not_go_both_ways():
+    # `row < n_rows` is true for every program of a grid over the rows, `0 < n` for every size: one way at every
+    # size the check runs, and no path hides behind the other; a test of a hash of the row is required
+    source = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _k(x_ptr, n_rows, n):
+    row = tl.program_id(0)
+    offs = tl.arange(0, 16)
+    x = tl.load(x_ptr + row * 16 + offs)
+    y = tl.where(row < n_rows, x, 0.0) + tl.where(0 < n, 1.0, 0.0) + tl.where(tl.program_id(0) >= 0, 1.0, 0.0)
+    y = tl.where((row * 40503) % 1000 == 777, 0.0, y)
+    tl.store(x_ptr + row * 16 + offs, y)
+
+
+def launch(x):
+    _k[(x.shape[0],)](x, x.shape[0], x.shape[1])
+'''
+    found, _ = points(ast.parse(source))
+    hashed = "row * 40503 % 1000 == 777"
+    one_way = {p.key for p in found if p.kind == FALSE and p.text != hashed} | {
+        p.key for p in found if p.kind == TRUE and p.text == hashed}
+    missing = unreached(source, {p.key for p in found} - one_way)
+    assert [(p.text, p.kind) for p in missing] == [(hashed, TRUE)]

@@ -29,7 +29,8 @@ or NaN written out (a guard the special values exercise where inputs can reach i
 values its kernels compare with (`fitness.check.data_values`) and crosses the thresholds of its conditions on
 sizes and indices (`fitness.check.crossings`) before it judges these: a lane test no size the check ran
 turned (``(row * 40503 + offs * 2654435) & 0xFFFFF == 777``, true for a handful of elements of a large
-tensor) leaves the other way unverified. One on a sum or another reduction is often a guard no valid input
+tensor) leaves the other way unverified; a guard no valid size turns (``0 < n_cols``, ``row < n_rows`` over a grid
+of the rows) is not required. One on a sum or another reduction is often a guard no valid input
 reaches for some meta-parameters (a split's weight ``l_i > 0`` with one split), and is not required unless
 it tests the sum for equality with a number other than zero or holds it between two bounds, which no guard
 does.
@@ -43,6 +44,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from evo.contracts.syntax import parse_module
+from fitness.check.bound_names import bound_once
 from fitness.check.data_flow import call_name, data_names, launched, reads
 from fitness.check.fixed import conditions, fixed_code, is_clip, is_joined, reachable
 
@@ -315,11 +317,35 @@ def _judged(tree: ast.Module) -> set[tuple[int, int]]:
         is_launched = launched(tree, fn.name)
         direct = data_names(fn, is_launched=is_launched, direct=True)
         data = data_names(fn, is_launched=is_launched)
+        params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
+        pids = {n for n, v in bound_once(fn).items() if isinstance(v, ast.Call) and call_name(v.func) == "program_id"}
         for node in ast.walk(fn):
             out |= {(c.lineno, c.col_offset) for c in conditions(node)
-                    if reads(c, direct, direct=True) or not reads(c, data) or _equal_to_a_number(c, data)
-                    or _window(c, data)}
+                    if reads(c, direct, direct=True) or (not reads(c, data) and not _guard(c, params, pids))
+                    or _equal_to_a_number(c, data) or _window(c, data)}
     return out
+
+
+def _guard(c: ast.expr, params: set[str], pids: set[str]) -> bool:
+    """`c` compares a size parameter with zero (``0 < n_cols``: true for every size) or a program id with a size
+    parameter or zero (``row < n_rows``: true for every program of a grid over the rows): a guard no valid input
+    turns, and a threshold the crossings still cross where a launch passes another value."""
+    if not (isinstance(c, ast.Compare) and len(c.ops) == 1
+            and isinstance(c.ops[0], (ast.Lt, ast.LtE, ast.Gt, ast.GtE))):
+        return False
+
+    def pid(e: ast.expr) -> bool:
+        return (isinstance(e, ast.Name) and e.id in pids) or (
+            isinstance(e, ast.Call) and call_name(e.func) == "program_id")
+
+    def param(e: ast.expr) -> bool:
+        return isinstance(e, ast.Name) and e.id in params
+
+    def zero(e: ast.expr) -> bool:
+        return isinstance(e, ast.Constant) and e.value == 0 and not isinstance(e.value, bool)
+
+    a, b = c.left, c.comparators[0]
+    return any((param(x) and zero(y)) or (pid(x) and (param(y) or zero(y))) for x, y in ((a, b), (b, a)))
 
 
 def _window(c: ast.expr, data: set[str]) -> bool:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from evo.contracts.syntax import parse_expression, parse_module
 from fitness.check.bound_names import bound_once, inline
 from fitness.check.change_points import DOMAIN, values
 from fitness.latency.sampling import Pid
@@ -35,7 +36,7 @@ _PID = "__evo_pid{}__"
 def kernel_tree(fn: Any) -> ast.FunctionDef | None:
     """The definition of the Python function `fn` (a kernel's), or None where its source cannot be read."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        tree = parse_module(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
         return None
     node = tree.body[0] if tree.body else None
@@ -122,7 +123,7 @@ def _turning(fn: ast.FunctionDef) -> list[tuple[ast.expr, bool]]:
                 args[0], args[1], args[2] if len(args) == 3 else ast.Constant(1))
             a, b, c = (ast.unparse(x) for x in (lo, hi, step))
             text = f"max(0, (({b}) - ({a}) + ({c}) - 1) // ({c}))"
-            out.append((ast.parse(text, mode="eval").body, True))
+            out.append((parse_expression(text).body, True))
     return out
 
 
@@ -140,6 +141,6 @@ def _placed(e: ast.expr, grid: Pid) -> ast.expr:
             self.generic_visit(node)
             return node
 
-    out = _Place().visit(ast.parse(ast.unparse(e), mode="eval").body)
+    out = _Place().visit(parse_expression(ast.unparse(e)).body)
     assert isinstance(out, ast.expr)
     return out
