@@ -517,3 +517,7 @@ def launch(x):
         p.key for p in found if p.kind == TRUE and p.text == hashed}
     missing = unreached(source, {p.key for p in found} - one_way)
     assert [(p.text, p.kind) for p in missing] == [(hashed, TRUE)]
+    # a constant dressed as a size is no size: `row < n_rows` is a threshold at row 100000 then, and required
+    dressed = source.replace("x, x.shape[0], x.shape[1])", "x, x.shape[0] * 0 + 100000, x.shape[1])")
+    assert dressed != source
+    assert {p.text for p in unreached(dressed, {p.key for p in found} - one_way)} == {hashed, "row < n_rows"}

@@ -29,11 +29,11 @@ or NaN written out (a guard the special values exercise where inputs can reach i
 values its kernels compare with (`fitness.check.data_values`) and crosses the thresholds of its conditions on
 sizes and indices (`fitness.check.crossings`) before it judges these: a lane test no size the check ran
 turned (``(row * 40503 + offs * 2654435) & 0xFFFFF == 777``, true for a handful of elements of a large
-tensor) leaves the other way unverified; a guard no valid size turns (``0 < n_cols``, ``row < n_rows`` over a grid
-of the rows) is not required. One on a sum or another reduction is often a guard no valid input
-reaches for some meta-parameters (a split's weight ``l_i > 0`` with one split), and is not required unless
-it tests the sum for equality with a number other than zero or holds it between two bounds, which no guard
-does.
+tensor) leaves the other way unverified; a guard no valid size turns (``0 < n_cols``, ``row < n_rows`` over
+a grid of the rows, where every launch passes those a plain size) is not required. One on a sum or another
+reduction is often a guard no valid input reaches for some meta-parameters (a split's weight ``l_i > 0``
+with one split), and is not required unless it tests the sum for equality with a number other than zero or
+holds it between two bounds, which no guard does.
 """
 
 from __future__ import annotations
@@ -317,7 +317,7 @@ def _judged(tree: ast.Module) -> set[tuple[int, int]]:
         is_launched = launched(tree, fn.name)
         direct = data_names(fn, is_launched=is_launched, direct=True)
         data = data_names(fn, is_launched=is_launched)
-        params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
+        params = _plain_sizes(tree, fn)
         pids = {n for n, v in bound_once(fn).items() if isinstance(v, ast.Call) and call_name(v.func) == "program_id"}
         for node in ast.walk(fn):
             out |= {(c.lineno, c.col_offset) for c in conditions(node)
@@ -326,10 +326,67 @@ def _judged(tree: ast.Module) -> set[tuple[int, int]]:
     return out
 
 
+def _plain_sizes(tree: ast.Module, fn: ast.FunctionDef) -> set[str]:
+    """The parameters of kernel `fn` that every launch of it passes a plain size: ``x.shape[0]``, ``x.size(1)``,
+    ``x.numel()``, or a name its caller binds only to one (``rows, cols = x.shape``). Not ``rows * 0 + 100000``:
+    a constant dressed as a size, which a guard's exemption must not cover."""
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    plain = set(params) | {a.arg for a in fn.args.kwonlyargs}
+    sites = 0
+    for caller in tree.body:
+        if not isinstance(caller, ast.FunctionDef) or is_jit(caller):
+            continue
+        sized = _size_names(caller)
+        for call in ast.walk(caller):
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript)
+                    and isinstance(call.func.value, ast.Name) and call.func.value.id == fn.name):
+                continue
+            sites += 1
+            given = {**dict(zip(params, call.args, strict=False)), **{k.arg: k.value for k in call.keywords if k.arg}}
+            plain -= {name for name in plain if name not in given or not _is_size(given[name], sized)}
+    return plain if sites else set()
+
+
+def _size_names(fn: ast.FunctionDef) -> set[str]:
+    """The local names of `fn` every binding of which is a plain size (`_is_size`, or a tuple unpacked from
+    ``x.shape``)."""
+    good: set[str] = set()
+    bad: set[str] = set()
+    for node in ast.walk(fn):
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.comprehension)):
+            bad |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+            continue
+        for t in targets:
+            if isinstance(t, ast.Name):
+                (good if value is not None and _is_size(value, set()) else bad).add(t.id)
+            elif isinstance(t, ast.Tuple):
+                whole = isinstance(value, ast.Attribute) and value.attr == "shape"
+                for e in t.elts:
+                    if isinstance(e, ast.Name):
+                        (good if whole else bad).add(e.id)
+    for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]:
+        bad.add(a.arg)
+    return good - bad
+
+
+def _is_size(e: ast.expr, sized: set[str]) -> bool:
+    """`e` is a plain size: ``x.shape[i]``, ``x.size(i)``, ``x.numel()``, or a name in `sized`."""
+    if isinstance(e, ast.Name):
+        return e.id in sized
+    if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) and e.value.attr == "shape":
+        return True
+    return isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in ("size", "numel") \
+        and not e.keywords
+
+
 def _guard(c: ast.expr, params: set[str], pids: set[str]) -> bool:
-    """`c` compares a size parameter with zero (``0 < n_cols``: true for every size) or a program id with a size
-    parameter or zero (``row < n_rows``: true for every program of a grid over the rows): a guard no valid input
-    turns, and a threshold the crossings still cross where a launch passes another value."""
+    """`c` compares a size parameter (one every launch passes a plain size: `_plain_sizes`) with zero
+    (``0 < n_cols``: true for every size) or a program id with a size parameter or zero (``row < n_rows``: true
+    for every program of a grid over the rows): a guard no valid input turns."""
     if not (isinstance(c, ast.Compare) and len(c.ops) == 1
             and isinstance(c.ops[0], (ast.Lt, ast.LtE, ast.Gt, ast.GtE))):
         return False
