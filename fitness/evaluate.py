@@ -192,8 +192,9 @@ class Evaluator:
         kernel specialization the check's runs launched (`observed`) must compile for the target GPU."""
         verification = ev.latency_detail.get("verification") or {}
         limit = self.settings.verify_timeout_s
-        timed = self.task.bench_cases(self.secret)[:1]  # the model ran (and estimated) the first bench size's
-        for case in self.task.every_dist(self.task.bench_cases(self.secret)):
+        bench = self.task.bench_cases(self.secret)
+        timed = bench[:1]  # the model ran (and estimated) the first bench size's
+        for case in self.task.every_dist(bench):
             if case in timed and verification.get("full_run"):
                 continue
             estimate = float(verification.get("full_run_estimate_s") or 0.0) if (

@@ -17,30 +17,11 @@ from fitness.evaluate import Evaluator
 
 from .conftest import ROOT
 
-SOFTMAX = '''
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _softmax(x_ptr, y_ptr, n_cols, stride_x, stride_y, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    offs = tl.arange(0, BLOCK)
-    mask = offs < n_cols
-    x = tl.load(x_ptr + row * stride_x + offs, mask=mask, other=-float("inf")).to(tl.float32)
-    e = tl.exp(x - tl.max(x, axis=0))
-    y = e / tl.sum(e, axis=0)
-    %s
-    tl.store(y_ptr + row * stride_y + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-PARAMS = {"num_warps": 4}
-
-
-def launch(x, y, *, num_warps):
-    rows, cols = x.shape
-    _softmax[(rows,)](x, y, cols, x.stride(0), y.stride(0), BLOCK=triton.next_power_of_2(cols), num_warps=num_warps)
-'''
+# the library-shaped one-pass softmax with `%s` a line of its own between its result and the store
+SOFTMAX = (ROOT / "tests" / "candidates" / "cases" / "one_pass.py").read_text().replace(
+    "    tl.store(y_ptr + row * stride_y + offs, (e / tl.sum(e, axis=0)).to(",
+    "    y = e / tl.sum(e, axis=0)\n    %s\n    tl.store(y_ptr + row * stride_y + offs, y.to(")
+assert SOFTMAX.count("%s") == 1 and "%" not in SOFTMAX.replace("%s", "")
 
 
 @pytest.fixture(scope="module")

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from evo.contracts.syntax import parse_module
 from fitness.check.bound_names import bound_once
 from fitness.check.data_flow import call_name, data_names, launched, reads
+from fitness.check.feeds import argument
 from fitness.check.fixed import conditions, fixed_code, is_clip, is_joined, reachable
 
 STMT, TAKEN, NOT_TAKEN = 0, 1, 2
@@ -328,55 +329,27 @@ def _judged(tree: ast.Module) -> set[tuple[int, int]]:
 
 def _plain_sizes(tree: ast.Module, fn: ast.FunctionDef) -> set[str]:
     """The parameters of kernel `fn` that every launch of it passes a plain size: ``x.shape[0]``, ``x.size(1)``,
-    ``x.numel()``, or a name its caller binds only to one (``rows, cols = x.shape``). Not ``rows * 0 + 100000``:
+    ``x.numel()``, or a name its caller binds once to one (``rows, cols = x.shape``). Not ``rows * 0 + 100000``:
     a constant dressed as a size, which a guard's exemption must not cover."""
-    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
-    plain = set(params) | {a.arg for a in fn.args.kwonlyargs}
+    positional = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    plain = set(positional) | {a.arg for a in fn.args.kwonlyargs}
     sites = 0
     for caller in tree.body:
         if not isinstance(caller, ast.FunctionDef) or is_jit(caller):
             continue
-        sized = _size_names(caller)
+        once = bound_once(caller)
         for call in ast.walk(caller):
-            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript)
-                    and isinstance(call.func.value, ast.Name) and call.func.value.id == fn.name):
-                continue
-            sites += 1
-            given = {**dict(zip(params, call.args, strict=False)), **{k.arg: k.value for k in call.keywords if k.arg}}
-            plain -= {name for name in plain if name not in given or not _is_size(given[name], sized)}
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript) \
+                    and isinstance(call.func.value, ast.Name) and call.func.value.id == fn.name:
+                sites += 1
+                plain = {name for name in plain if _is_size(argument(call, positional, name), once)}
     return plain if sites else set()
 
 
-def _size_names(fn: ast.FunctionDef) -> set[str]:
-    """The local names of `fn` every binding of which is a plain size (`_is_size`, or a tuple unpacked from
-    ``x.shape``)."""
-    good: set[str] = set()
-    bad: set[str] = set()
-    for node in ast.walk(fn):
-        targets: list[ast.expr] = []
-        value: ast.expr | None = None
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.comprehension)):
-            bad |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
-            continue
-        for t in targets:
-            if isinstance(t, ast.Name):
-                (good if value is not None and _is_size(value, set()) else bad).add(t.id)
-            elif isinstance(t, ast.Tuple):
-                whole = isinstance(value, ast.Attribute) and value.attr == "shape"
-                for e in t.elts:
-                    if isinstance(e, ast.Name):
-                        (good if whole else bad).add(e.id)
-    for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]:
-        bad.add(a.arg)
-    return good - bad
-
-
-def _is_size(e: ast.expr, sized: set[str]) -> bool:
-    """`e` is a plain size: ``x.shape[i]``, ``x.size(i)``, ``x.numel()``, or a name in `sized`."""
+def _is_size(e: ast.expr | None, once: dict[str, ast.expr]) -> bool:
+    """`e` is a plain size: ``x.shape[i]``, ``x.size(i)``, ``x.numel()``, or a name bound once (`once`) to one."""
     if isinstance(e, ast.Name):
-        return e.id in sized
+        return e.id in once and _is_size(once[e.id], {})
     if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) and e.value.attr == "shape":
         return True
     return isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in ("size", "numel") \
